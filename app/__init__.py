@@ -1,0 +1,1 @@
+"""Raiz game service: tables, rounds, rules, timers, views and the HTTP API."""

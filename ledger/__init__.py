@@ -1,0 +1,1 @@
+"""Wallet ledger: accounts and double-entry transfers. The only code that writes balances."""

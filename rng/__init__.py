@@ -1,0 +1,1 @@
+"""Seeded-RNG service: seeds, commitments, reveals and shuffles."""
