@@ -1,0 +1,79 @@
+"""Bearer-token authentication middleware and role guards."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+
+from app.accounts.service import AccountService, Principal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from litestar.connection import ASGIConnection
+    from litestar.handlers.base import BaseRouteHandler
+
+    from app.db import Database
+
+__all__ = ("BearerAuthMiddleware", "principal_of", "requires_role")
+
+PUBLIC_OPT_KEY = "exclude_from_auth"
+"""Route option that makes a handler public (no token needed)."""
+
+
+def _bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    header = connection.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    if connection.scope["type"] == "websocket":
+        # Browsers cannot set headers on a WebSocket; the token comes in the query string.
+        token = connection.query_params.get("token")
+        if token:
+            return str(token)
+    return None
+
+
+class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
+    """Resolves ``Authorization: Bearer <token>`` to a :class:`Principal`."""
+
+    async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
+        token = _bearer_token(connection)
+        if token is None:
+            raise NotAuthorizedException("A bearer token is required.")
+        database: Database = connection.app.state.database
+        settings = connection.app.state.settings
+        async with database.session() as session:
+            principal = await AccountService(session, settings).authenticate(token)
+        if principal is None:
+            raise NotAuthorizedException("The token is unknown, expired or revoked.")
+        return AuthenticationResult(user=principal, auth=token)
+
+
+def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
+    """The authenticated caller of ``connection``."""
+    user = connection.scope.get("user")
+    if not isinstance(user, Principal):
+        raise NotAuthorizedException("A bearer token is required.")
+    return user
+
+
+def requires_role(
+    *roles: str,
+) -> Callable[[ASGIConnection[Any, Any, Any, Any], BaseRouteHandler], None]:
+    """A guard admitting only callers whose role is one of ``roles``."""
+    allowed = frozenset(roles)
+
+    def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+        principal = principal_of(connection)
+        if principal.role not in allowed:
+            raise PermissionDeniedException(
+                f"This action needs the role {' or '.join(sorted(allowed))}."
+            )
+
+    guard.__name__ = f"requires_{'_or_'.join(sorted(allowed))}"
+    return guard

@@ -1,0 +1,58 @@
+"""Tables of the accounts context: users, bearer tokens, failed logins."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy import CheckConstraint, DateTime, ForeignKey, Index, LargeBinary, String, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db.base import GameBase, utcnow
+
+__all__ = ("ROLES", "AccessToken", "LoginFailure", "User")
+
+ROLES = ("player", "compliance", "operator")
+"""Every role a user can have; a user has exactly one."""
+
+
+class User(GameBase):
+    """A person who uses the service: a paying player, compliance staff or an operator."""
+
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    username: Mapped[str] = mapped_column(String(32), unique=True)
+    """Lower-case login name, unique."""
+    password_hash: Mapped[str] = mapped_column(String(256))
+    """``scrypt$<log2 n>$<r>$<p>$<salt b64>$<hash b64>``."""
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AccessToken(GameBase):
+    """A bearer token; only its SHA-256 is stored, so a database leak reveals no token."""
+
+    __tablename__ = "access_tokens"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    token_sha256: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LoginFailure(GameBase):
+    """One failed login, counted by username within the throttling window."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (Index("ix_login_failures_username_at", "username", "at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(64))
+    at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, server_default=text("now()")
+    )
+    remote_address: Mapped[str | None] = mapped_column(String(64))

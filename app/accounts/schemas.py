@@ -1,0 +1,78 @@
+"""HTTP payloads of the accounts context."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Annotated, Literal
+
+import msgspec
+
+from app.accounts.models import User
+
+__all__ = ("LoginRequest", "SignupRequest", "TokenRead", "UserCreate", "UserRead")
+
+Username = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=3,
+        max_length=32,
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{2,31}$",
+        description="Letters, digits, '_', '.', '-'; case-insensitive.",
+        examples=["ana_paula"],
+    ),
+]
+Password = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+NewPassword = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=8,
+        max_length=128,
+        description="At least RAIZ_PASSWORD_MIN_LENGTH characters (10 by default).",
+    ),
+]
+
+
+class SignupRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A new player account."""
+
+    username: Username
+    password: NewPassword
+
+
+class LoginRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Credentials exchanged for a bearer token."""
+
+    username: Username
+    password: Password
+
+
+class UserCreate(msgspec.Struct, forbid_unknown_fields=True):
+    """An account created by an operator, with any role."""
+
+    username: Username
+    password: NewPassword
+    role: Literal["player", "compliance", "operator"]
+
+
+class UserRead(msgspec.Struct):
+    """A user as the API shows it (never the password hash)."""
+
+    id: uuid.UUID
+    username: str
+    role: str
+    created_at: dt.datetime
+
+    @classmethod
+    def of(cls, user: User) -> UserRead:
+        """The public form of ``user``."""
+        return cls(id=user.id, username=user.username, role=user.role, created_at=user.created_at)
+
+
+class TokenRead(msgspec.Struct):
+    """A bearer token; send it as ``Authorization: Bearer <token>``."""
+
+    token: str
+    expires_at: dt.datetime
+    user: UserRead
+    token_type: str = "bearer"  # noqa: S105 - the token scheme, not a secret

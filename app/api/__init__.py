@@ -1,0 +1,1 @@
+"""HTTP routes that belong to no single domain context."""

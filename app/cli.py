@@ -1,0 +1,146 @@
+"""``raiz``: the command line of operators and compliance staff."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.db import Database
+
+__all__ = ("main",)
+
+T = TypeVar("T")
+
+
+def run_with_database(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
+    """Run ``work`` with a pool on the configured (or embedded) database, then close it."""
+    from app.config import get_settings
+    from app.db import Database, resolve_database_url
+
+    settings = get_settings()
+    url = resolve_database_url(settings)
+
+    async def runner() -> T:
+        database = Database.connect(url, settings)
+        try:
+            return await work(database, settings)
+        finally:
+            await database.dispose()
+
+    return asyncio.run(runner())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Raiz: auditable real-money Cacheta, Pife and Truco tables."""
+
+
+@main.command()
+@click.option("--host", default=None, help="Interface to listen on (default RAIZ_HOST).")
+@click.option("--port", type=int, default=None, help="Port (default RAIZ_PORT, 8000).")
+@click.option("--workers", type=int, default=None, help="Worker processes (default RAIZ_WORKERS).")
+@click.option(
+    "--migrate/--no-migrate", default=None, help="Apply pending migrations first (default on)."
+)
+def serve(host: str | None, port: int | None, workers: int | None, migrate: bool | None) -> None:
+    """Serve the API (on an embedded PostgreSQL when DATABASE_URL is unset)."""
+    import uvicorn
+
+    from app.config import get_settings
+    from app.db import resolve_database_url
+    from app.db.migrate import upgrade
+
+    settings = get_settings()
+    url = resolve_database_url(settings)
+    if settings.auto_migrate if migrate is None else migrate:
+        upgrade(url)
+    worker_count = workers or settings.workers
+    # Worker processes read the resolved URL (the embedded server's socket) from here.
+    os.environ["DATABASE_URL"] = url
+    if worker_count > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        metrics_dir = settings.data_dir.resolve() / "prometheus"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+    click.echo(
+        f"raiz: serving on http://{host or settings.host}:{port or settings.port} "
+        f"({worker_count} worker{'s' if worker_count > 1 else ''}; "
+        f"database {'embedded' if settings.database_url is None else 'external'})",
+        err=True,
+    )
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=worker_count,
+        log_config=None,
+        timeout_graceful_shutdown=10,
+    )
+
+
+@main.group()
+def db() -> None:
+    """Database schema management."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration."""
+    from app.config import get_settings
+    from app.db import resolve_database_url
+    from app.db.migrate import upgrade
+
+    upgrade(resolve_database_url(get_settings()))
+    click.echo("database is up to date", err=True)
+
+
+@main.group()
+def users() -> None:
+    """User administration."""
+
+
+@users.command("create")
+@click.option("--username", required=True)
+@click.option(
+    "--password",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    envvar="RAIZ_NEW_USER_PASSWORD",
+    help="Prompted for when omitted (or read from RAIZ_NEW_USER_PASSWORD).",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["player", "compliance", "operator"]),
+    default="player",
+    show_default=True,
+)
+def users_create(username: str, password: str, role: str) -> None:
+    """Create a user with a role (bootstraps the first operator)."""
+    from app.accounts.service import AccountService
+    from app.errors import AppError
+
+    async def work(database: Database, settings: Settings) -> str:
+        async with database.session() as session:
+            user = await AccountService(session, settings).create_user(username, password, role)
+            return str(user.id)
+
+    try:
+        user_id = run_with_database(work)
+    except AppError as exc:
+        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+        sys.exit(2)
+    click.echo(user_id)
+
+
+if __name__ == "__main__":
+    main()

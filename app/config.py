@@ -1,0 +1,136 @@
+"""Settings, read once from the environment.
+
+Every setting has a safe development default so that ``raiz serve`` works on a fresh
+clone.  Production mode (``RAIZ_ENV=production``) refuses to start while any secret still
+has its development value, and refuses test-only switches such as fixed decks.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = (
+    "DEV_PAYMENT_WEBHOOK_SECRET",
+    "DEV_SEED_KEYRING",
+    "DEV_SIGNING_KEYRING",
+    "ConfigurationError",
+    "Settings",
+    "get_settings",
+)
+
+# Development secrets: public, fixed, and therefore refused in production.
+DEV_SEED_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1zZWVkLWtleS0zMmJ5dGU="
+"""AES-256-GCM keyring (``key_id:base64key,...``) sealing unrevealed seeds in development."""
+DEV_SIGNING_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhIQ=="
+"""Ed25519 private keys (``key_id:base64seed,...``) signing round records in development."""
+DEV_PAYMENT_WEBHOOK_SECRET = "development-only-webhook-secret"  # noqa: S105
+"""HMAC-SHA256 secret shared with the payment provider in development."""
+
+
+class ConfigurationError(RuntimeError):
+    """The settings are unusable; the service refuses to start."""
+
+
+class Settings(BaseSettings):
+    """All configuration of the service, flat, with the ``RAIZ_`` prefix."""
+
+    model_config = SettingsConfigDict(env_prefix="RAIZ_", extra="ignore", frozen=True)
+
+    env: Literal["development", "test", "production"] = "development"
+    """Deployment mode; ``production`` refuses development secrets and test switches."""
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "RAIZ_DATABASE_URL")
+    )
+    """PostgreSQL URL; unset means an embedded PostgreSQL under ``data_dir``."""
+    data_dir: Path = Path(".raiz")
+    """Local state of the embedded default (the embedded PostgreSQL lives in ``data_dir/pg``)."""
+    db_pool_size: int = Field(default=10, ge=1, le=200)
+    """Connections kept open per worker process."""
+    db_max_overflow: int = Field(default=10, ge=0, le=200)
+    """Extra connections a worker may open under bursts."""
+    db_pool_timeout_s: float = Field(default=10.0, gt=0)
+    """How long a request waits for a pooled connection before failing."""
+    db_statement_timeout_ms: int = Field(default=15_000, ge=100)
+    """Server-side statement timeout for every connection of the service."""
+    auto_migrate: bool = True
+    """Apply pending migrations when ``raiz serve`` starts."""
+
+    host: str = "127.0.0.1"
+    """Interface the API listens on."""
+    port: int = Field(default=8000, ge=1, le=65535)
+    """Port the API listens on."""
+    workers: int = Field(default=1, ge=1, le=64)
+    """API worker processes started by ``raiz serve``."""
+
+    token_ttl_s: int = Field(default=12 * 3600, ge=60)
+    """Lifetime of a bearer token."""
+    login_max_failures: int = Field(default=5, ge=1)
+    """Failed logins for one username allowed within ``login_window_s`` before throttling."""
+    login_window_s: int = Field(default=15 * 60, ge=1)
+    """Sliding window for counting failed logins."""
+    password_min_length: int = Field(default=10, ge=8)
+    """Shortest password accepted at sign-up."""
+    password_cost_log2: int = Field(default=15, ge=10, le=20)
+    """scrypt work factor N = 2**cost for new password hashes (stored with each hash)."""
+
+    seed_keyring: str = DEV_SEED_KEYRING
+    """AES-256-GCM keys sealing unrevealed seeds: ``key_id:base64key,...``."""
+    seed_active_key_id: str | None = None
+    """Key id used for new seals; defaults to the first key of the keyring."""
+    signing_keyring: str = DEV_SIGNING_KEYRING
+    """Ed25519 private keys (32-byte seeds) signing round records: ``key_id:base64,...``."""
+    signing_active_key_id: str | None = None
+    """Key id used for new signatures; defaults to the first key of the keyring."""
+    payment_webhook_secret: str = DEV_PAYMENT_WEBHOOK_SECRET
+    """Shared secret of the payment provider's webhook signatures."""
+
+    allow_fixed_decks: bool = False
+    """Test-only: lets tests inject fixed deck orders. Refused in production."""
+
+    scheduler_poll_interval_s: float = Field(default=0.25, gt=0, le=10)
+    """How often each worker sweeps the deadline table for due deadlines."""
+    deal_delay_s: float = Field(default=2.0, ge=0, le=60)
+    """Pause between a round's seed commitment and its deal (window for client seeds)."""
+    presence_grace_s: float = Field(default=15.0, ge=0)
+    """How long a player counts as connected after their last WebSocket or heartbeat."""
+
+    log_level: str = "INFO"
+    """Root log level."""
+    log_json: bool = True
+    """Structured JSON logs (one object per line); false gives human-readable lines."""
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_production(self) -> Settings:
+        if self.env != "production":
+            return self
+        problems = []
+        if self.seed_keyring == DEV_SEED_KEYRING:
+            problems.append("RAIZ_SEED_KEYRING still has its development value")
+        if self.signing_keyring == DEV_SIGNING_KEYRING:
+            problems.append("RAIZ_SIGNING_KEYRING still has its development value")
+        if self.payment_webhook_secret == DEV_PAYMENT_WEBHOOK_SECRET:
+            problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
+        if self.allow_fixed_decks:
+            problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
+        if self.database_url is None:
+            problems.append("DATABASE_URL is required (no embedded database in production)")
+        if problems:
+            raise ConfigurationError("refusing to start in production: " + "; ".join(problems))
+        return self
+
+    @property
+    def embedded_pg_dir(self) -> Path:
+        """Data directory of the embedded PostgreSQL."""
+        return (self.data_dir / "pg").resolve()
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first use."""
+    return Settings()

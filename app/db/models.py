@@ -1,0 +1,8 @@
+"""Imports every model module of the game service so its metadata is complete."""
+
+from __future__ import annotations
+
+from app.accounts import models as _accounts  # noqa: F401
+from app.db.base import GameBase
+
+__all__ = ("GameBase",)

@@ -1,0 +1,176 @@
+"""The error contract of the API: every refused request gets ``{code, message, details}``.
+
+Services raise :class:`AppError` (or a subclass) with a machine-readable ``code``; the
+handlers below turn it, and every framework error, into a 4xx JSON body.  Anything else
+is a bug: it is logged with its request id and answered with a bare 500.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import structlog
+from litestar import MediaType, Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    ValidationException,
+)
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+if TYPE_CHECKING:
+    from litestar.types import ExceptionHandlersMap
+
+__all__ = (
+    "AppError",
+    "AuthenticationError",
+    "ConflictError",
+    "ForbiddenError",
+    "NotFoundError",
+    "RateLimitedError",
+    "UnprocessableError",
+    "ValidationFailed",
+    "error_body",
+    "exception_handlers",
+)
+
+logger = structlog.get_logger("raiz.errors")
+
+
+class AppError(Exception):
+    """A refused request: HTTP status, machine-readable code, human message, details."""
+
+    status_code: ClassVar[int] = 400
+    default_code: ClassVar[str] = "bad_request"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        status_code: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.details = details or {}
+        self.headers = headers or {}
+        if status_code is not None:
+            self.status_code = status_code  # type: ignore[misc]
+
+
+class ValidationFailed(AppError):
+    """The request is malformed (400)."""
+
+    status_code = 400
+    default_code = "validation_error"
+
+
+class AuthenticationError(AppError):
+    """No valid credentials (401)."""
+
+    status_code = 401
+    default_code = "not_authenticated"
+
+
+class ForbiddenError(AppError):
+    """Authenticated but not allowed (403)."""
+
+    status_code = 403
+    default_code = "forbidden"
+
+
+class NotFoundError(AppError):
+    """The addressed resource does not exist, or is not visible to the caller (404)."""
+
+    status_code = 404
+    default_code = "not_found"
+
+
+class ConflictError(AppError):
+    """The request conflicts with the current state (409)."""
+
+    status_code = 409
+    default_code = "conflict"
+
+
+class UnprocessableError(AppError):
+    """Well-formed but refused by a business rule (422)."""
+
+    status_code = 422
+    default_code = "unprocessable"
+
+
+class RateLimitedError(AppError):
+    """Too many attempts (429)."""
+
+    status_code = 429
+    default_code = "rate_limited"
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON body of every error response."""
+    return {"code": code, "message": message, "details": details or {}}
+
+
+def _respond(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Response[dict[str, Any]]:
+    return Response(content=body, status_code=status, media_type=MediaType.JSON, headers=headers)
+
+
+def _app_error(_: Request[Any, Any, Any], exc: AppError) -> Response[dict[str, Any]]:
+    return _respond(exc.status_code, error_body(exc.code, exc.message, exc.details), exc.headers)
+
+
+def _validation(_: Request[Any, Any, Any], exc: ValidationException) -> Response[dict[str, Any]]:
+    errors = exc.extra if isinstance(exc.extra, list) else []
+    return _respond(
+        400,
+        error_body("validation_error", "The request is not valid.", {"errors": errors}),
+    )
+
+
+_HTTP_CODES = {
+    400: "validation_error",
+    401: "not_authenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "unprocessable",
+    429: "rate_limited",
+}
+
+
+def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    status = exc.status_code
+    if status >= HTTP_500_INTERNAL_SERVER_ERROR:
+        logger.error("http_error", status=status, detail=exc.detail)
+        return _respond(status, error_body("internal_error", "Internal server error."))
+    code = _HTTP_CODES.get(status, "bad_request")
+    if isinstance(exc, NotAuthorizedException):
+        code = "not_authenticated"
+    elif isinstance(exc, PermissionDeniedException):
+        code = "forbidden"
+    return _respond(status, error_body(code, exc.detail), exc.headers)
+
+
+def _internal(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    logger.exception("unhandled_error", path=request.url.path, error_type=type(exc).__name__)
+    return _respond(500, error_body("internal_error", "Internal server error."))
+
+
+def exception_handlers() -> ExceptionHandlersMap:
+    """Handlers for :class:`AppError`, framework errors and unexpected exceptions."""
+    return {
+        AppError: _app_error,
+        ValidationException: _validation,
+        HTTPException: _http,
+        Exception: _internal,
+    }

@@ -1,0 +1,117 @@
+"""The Litestar application factory."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig, SQLAlchemyPlugin
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
+
+from app.accounts.auth import PUBLIC_OPT_KEY, BearerAuthMiddleware
+from app.accounts.controllers import AdminUsersController, AuthController
+from app.api.health import HealthController
+from app.api.middleware import RequestContextMiddleware
+from app.api.openapi import document_error_responses
+from app.config import Settings, get_settings
+from app.db import Database
+from app.db.embedded import ensure_database_async, resolve_database_url_sync
+from app.errors import exception_handlers
+from app.logging import configure_logging
+from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+__all__ = ("create_app",)
+
+API_VERSION = "0.1.0"
+
+
+class MetricsController(PrometheusController):
+    """``/metrics`` in Prometheus exposition format (public, scraped on loopback)."""
+
+    path = "/metrics"
+    opt = {PUBLIC_OPT_KEY: True}
+    include_in_schema = False
+
+
+def create_app(settings: Settings | None = None, database: Database | None = None) -> Litestar:
+    """Build the API.
+
+    ``settings`` defaults to the environment; ``database`` defaults to a pool on
+    ``settings.database_url`` (or the embedded server when that is unset).
+    """
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    embedded = settings.database_url is None
+    url = resolve_database_url_sync(settings)
+    db = database or Database.connect(url, settings)
+    capacity = settings.db_pool_size + settings.db_max_overflow
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if embedded:
+            await ensure_database_async(url)
+        update_pool_gauges(db.engine, capacity)
+        try:
+            yield
+        finally:
+            await db.dispose()
+
+    prometheus = PrometheusConfig(
+        app_name="raiz",
+        prefix="raiz_http",
+        group_path=True,
+        buckets=list(HTTP_LATENCY_BUCKETS_S),
+        exclude=["/metrics"],
+    )
+    sqlalchemy = SQLAlchemyPlugin(
+        config=SQLAlchemyAsyncConfig(
+            engine_instance=db.engine,
+            session_maker=db.sessionmaker,
+            session_dependency_key="db_session",
+            set_default_exception_handler=False,
+        )
+    )
+    app = Litestar(
+        route_handlers=[HealthController, MetricsController, AuthController, AdminUsersController],
+        dependencies={"settings": Provide(lambda: settings, sync_to_thread=False)},
+        plugins=[sqlalchemy],
+        middleware=[
+            RequestContextMiddleware,
+            prometheus.middleware,
+            DefineMiddleware(
+                BearerAuthMiddleware,
+                exclude=["^/schema", "^/metrics"],
+                exclude_from_auth_key=PUBLIC_OPT_KEY,
+            ),
+        ],
+        exception_handlers=exception_handlers(),
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(
+            title="Raiz",
+            version=API_VERSION,
+            description="Auditable real-money Cacheta, Pife and Truco tables.",
+            path="/schema",
+            render_plugins=[SwaggerRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "bearer": SecurityScheme(type="http", scheme="bearer", bearer_format="opaque")
+                }
+            ),
+            security=[{"bearer": []}],
+        ),
+        logging_config=None,
+        debug=False,
+    )
+    app.state.settings = settings
+    app.state.database = db
+    document_error_responses(app)
+    return app

@@ -1,0 +1,65 @@
+"""Every Prometheus metric the service exports, defined once, documented in ops/.
+
+HTTP request metrics (``raiz_http_*``) come from Litestar's Prometheus middleware; this
+module holds the domain metrics and the database pool gauges.  In multi-process mode
+(``PROMETHEUS_MULTIPROC_DIR`` set) gauges aggregate across live workers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import Gauge
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = (
+    "DB_POOL_CAPACITY",
+    "DB_POOL_CHECKED_OUT",
+    "DB_POOL_OVERFLOW",
+    "DB_POOL_SIZE",
+    "HTTP_LATENCY_BUCKETS_S",
+    "update_pool_gauges",
+)
+
+HTTP_LATENCY_BUCKETS_S = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+"""Histogram buckets for request and action latency, in seconds."""
+
+DB_POOL_SIZE = Gauge(
+    "raiz_db_pool_size",
+    "Connections the pool keeps open (configured size), summed over workers.",
+    multiprocess_mode="livesum",
+)
+DB_POOL_CHECKED_OUT = Gauge(
+    "raiz_db_pool_checked_out",
+    "Connections currently lent to requests or jobs, summed over workers.",
+    multiprocess_mode="livesum",
+)
+DB_POOL_OVERFLOW = Gauge(
+    "raiz_db_pool_overflow",
+    "Connections opened beyond the pool size, summed over workers.",
+    multiprocess_mode="livesum",
+)
+DB_POOL_CAPACITY = Gauge(
+    "raiz_db_pool_capacity",
+    "Most connections the pool may open (size + max overflow), summed over workers.",
+    multiprocess_mode="livesum",
+)
+
+
+def update_pool_gauges(engine: AsyncEngine, capacity: int) -> None:
+    """Copy the current pool figures of ``engine`` into the gauges."""
+    pool = engine.sync_engine.pool
+    size = getattr(pool, "size", None)
+    checked_out = getattr(pool, "checkedout", None)
+    overflow = getattr(pool, "overflow", None)
+    if callable(size):
+        DB_POOL_SIZE.set(size())
+    if callable(checked_out):
+        DB_POOL_CHECKED_OUT.set(checked_out())
+    if callable(overflow):
+        DB_POOL_OVERFLOW.set(max(0, overflow()))
+    DB_POOL_CAPACITY.set(capacity)

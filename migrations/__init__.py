@@ -1,0 +1,1 @@
+"""Alembic migrations: one branch per service schema (``game``, ``ledger``, ``rng``)."""

@@ -1,0 +1,131 @@
+"""Shared fixtures: a real PostgreSQL, a migrated template, one fresh database per test.
+
+``TEST_DATABASE_URL`` names a server to use (CI: the machine's PostgreSQL on
+127.0.0.1:5432); without it an embedded PostgreSQL starts under ``.raiz/test-pg``.
+Every integration test gets its own database cloned from a migrated template, so tests
+are isolated and can run in any order.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+os.environ.setdefault("RAIZ_ENV", "test")
+# pgserver logs from an atexit hook, after pytest has closed the captured streams.
+logging.getLogger("pgserver").setLevel(logging.WARNING)
+
+from app.config import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _server_url() -> str:
+    configured = os.environ.get("TEST_DATABASE_URL")
+    if configured:
+        return configured
+    from app.db.embedded import start_embedded
+
+    return start_embedded(ROOT / ".raiz" / "test-pg")
+
+
+def _with_database(url: str, name: str) -> str:
+    return (
+        make_url(url)
+        .set(drivername="postgresql", database=name)
+        .render_as_string(hide_password=False)
+    )
+
+
+async def _admin(url: str) -> asyncpg.Connection:
+    return await asyncpg.connect(_with_database(url, "postgres"))
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> str:
+    """URL of the PostgreSQL server the tests use (any database on it)."""
+    return _server_url()
+
+
+@pytest.fixture(scope="session")
+async def template_database(pg_server_url: str) -> AsyncIterator[str]:
+    """A database migrated to the latest revision, cloned by every test."""
+    import anyio
+
+    from app.db.migrate import upgrade
+
+    name = f"raiz_tpl_{os.getpid()}"
+    admin = await _admin(pg_server_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    url = _with_database(pg_server_url, name)
+    await anyio.to_thread.run_sync(upgrade, url)
+    yield name
+    admin = await _admin(pg_server_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def database_url(pg_server_url: str, template_database: str) -> AsyncIterator[str]:
+    """A fresh, fully migrated database for one test, dropped afterwards."""
+    name = f"raiz_t_{uuid.uuid4().hex[:12]}"
+    admin = await _admin(pg_server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
+    finally:
+        await admin.close()
+    yield _with_database(pg_server_url, name)
+    admin = await _admin(pg_server_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def make_settings(database_url: str | None, **overrides: object) -> Settings:
+    """Test settings: fast password hashing, no pauses, fixed decks allowed."""
+    values: dict[str, object] = {
+        "env": "test",
+        "database_url": database_url,
+        "password_cost_log2": 10,
+        "deal_delay_s": 0,
+        "log_json": True,
+        "allow_fixed_decks": True,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """Settings bound to this test's database."""
+    return make_settings(database_url)
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[object]:
+    """An HTTP client talking to a freshly started app (lifespan included)."""
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+
+    async with AsyncTestClient(app=create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> Iterator[str]:
+    yield "asyncio"

@@ -1,0 +1,51 @@
+"""Helpers shared by integration tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.accounts.service import AccountService
+from app.config import Settings
+from app.db import Database
+
+__all__ = ("ERROR_KEYS", "assert_error", "auth", "create_user", "login")
+
+ERROR_KEYS = {"code", "message", "details"}
+DEFAULT_PASSWORD = "correct horse battery"
+
+
+async def create_user(settings: Settings, username: str, role: str = "player") -> str:
+    """Create a user directly in the database (as ``raiz users create`` does)."""
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        async with database.session() as session:
+            user = await AccountService(session, settings).create_user(
+                username, DEFAULT_PASSWORD, role
+            )
+            return str(user.id)
+    finally:
+        await database.dispose()
+
+
+async def login(client: Any, username: str, password: str = DEFAULT_PASSWORD) -> str:
+    """Log in through the API and return the bearer token."""
+    response = await client.post("/auth/login", json={"username": username, "password": password})
+    assert response.status_code == 200, response.text
+    return str(response.json()["token"])
+
+
+def auth(token: str) -> dict[str, str]:
+    """The Authorization header for ``token``."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    """Assert an error response: status, the exact body shape and the code."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == ERROR_KEYS, body
+    assert body["code"] == code, body
+    assert isinstance(body["message"], str) and body["message"]
+    assert isinstance(body["details"], dict)
+    return dict(body)

@@ -1,0 +1,185 @@
+"""Sign-up, login, token expiry and revocation, role guards, throttling, error shape."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import asyncpg
+import pytest
+
+from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, login
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_signup_creates_a_player_and_login_issues_a_working_token(client):
+    response = await client.post(
+        "/auth/signup", json={"username": "Ana_Paula", "password": DEFAULT_PASSWORD}
+    )
+    assert response.status_code == 201, response.text
+    user = response.json()
+    assert user["username"] == "ana_paula"
+    assert user["role"] == "player"
+    assert "password" not in str(user).lower()
+
+    token = await login(client, "ANA_PAULA")
+    me = await client.get("/auth/me", headers=auth(token))
+    assert me.status_code == 200
+    assert me.json()["id"] == user["id"]
+
+
+async def test_signup_refuses_a_taken_username_weak_password_and_bad_name(client):
+    body = {"username": "bruno", "password": DEFAULT_PASSWORD}
+    assert (await client.post("/auth/signup", json=body)).status_code == 201
+    assert_error(await client.post("/auth/signup", json=body), 409, "username_taken")
+    assert_error(
+        await client.post("/auth/signup", json={"username": "carla", "password": "ninechars"}),
+        400,
+        "weak_password",
+    )
+    assert_error(
+        await client.post(
+            "/auth/signup", json={"username": "no spaces!", "password": DEFAULT_PASSWORD}
+        ),
+        400,
+        "validation_error",
+    )
+
+
+async def test_malformed_bodies_get_the_error_shape(client):
+    for body in (
+        {"username": "dora"},
+        {"username": "dora", "password": DEFAULT_PASSWORD, "role": "operator"},
+        {"username": 5, "password": DEFAULT_PASSWORD},
+        [],
+    ):
+        assert_error(await client.post("/auth/signup", json=body), 400, "validation_error")
+    response = await client.post(
+        "/auth/signup", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert_error(response, 400, "validation_error")
+
+
+async def test_wrong_password_and_unknown_user_are_refused_alike(client, settings):
+    await create_user(settings, "edu")
+    assert_error(
+        await client.post("/auth/login", json={"username": "edu", "password": "wrong-password"}),
+        401,
+        "invalid_credentials",
+    )
+    assert_error(
+        await client.post("/auth/login", json={"username": "nobody", "password": "whatever!!"}),
+        401,
+        "invalid_credentials",
+    )
+
+
+async def test_missing_unknown_expired_and_revoked_tokens_are_refused(client, settings):
+    await create_user(settings, "fabi")
+    assert_error(await client.get("/auth/me"), 401, "not_authenticated")
+    assert_error(await client.get("/auth/me", headers=auth("nonsense")), 401, "not_authenticated")
+    assert_error(
+        await client.get("/auth/me", headers={"Authorization": "Basic abc"}),
+        401,
+        "not_authenticated",
+    )
+
+    expiring = await login(client, "fabi")
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute(
+            "UPDATE game.access_tokens SET expires_at = $1",
+            dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
+        )
+    finally:
+        await connection.close()
+    assert_error(await client.get("/auth/me", headers=auth(expiring)), 401, "not_authenticated")
+
+    token = await login(client, "fabi")
+    assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
+    assert (await client.post("/auth/logout", headers=auth(token))).status_code == 204
+    assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
+
+
+async def test_operator_revokes_every_token_of_a_user(client, settings):
+    player_id = await create_user(settings, "gabi")
+    await create_user(settings, "root", role="operator")
+    first, second = await login(client, "gabi"), await login(client, "gabi")
+    operator = await login(client, "root")
+    response = await client.post(f"/admin/users/{player_id}/revoke-tokens", headers=auth(operator))
+    assert response.status_code == 200
+    assert response.json() == {"revoked": 2}
+    for token in (first, second):
+        assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
+    assert (await client.get("/auth/me", headers=auth(operator))).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("role", "status"), [("player", 403), ("compliance", 403), ("operator", 200)]
+)
+async def test_only_operators_pass_the_operator_guard(client, settings, role, status):
+    await create_user(settings, f"user_{role}", role=role)
+    token = await login(client, f"user_{role}")
+    response = await client.get("/admin/users", headers=auth(token))
+    if status == 403:
+        assert_error(response, 403, "forbidden")
+        created = await client.post(
+            "/admin/users",
+            headers=auth(token),
+            json={"username": "sneaky", "password": DEFAULT_PASSWORD, "role": "operator"},
+        )
+        assert_error(created, 403, "forbidden")
+    else:
+        assert response.status_code == 200
+        assert {user["username"] for user in response.json()} == {f"user_{role}"}
+
+
+async def test_operator_creates_compliance_staff(client, settings):
+    await create_user(settings, "boss", role="operator")
+    token = await login(client, "boss")
+    response = await client.post(
+        "/admin/users",
+        headers=auth(token),
+        json={"username": "auditor", "password": DEFAULT_PASSWORD, "role": "compliance"},
+    )
+    assert response.status_code == 201
+    assert response.json()["role"] == "compliance"
+    assert_error(
+        await client.post(
+            "/admin/users",
+            headers=auth(token),
+            json={"username": "x_y", "password": DEFAULT_PASSWORD, "role": "king"},
+        ),
+        400,
+        "validation_error",
+    )
+
+
+async def test_repeated_failed_logins_are_throttled_even_with_the_right_password(client, settings):
+    await create_user(settings, "hugo")
+    wrong = {"username": "hugo", "password": "not-the-password"}
+    for _ in range(settings.login_max_failures):
+        assert_error(await client.post("/auth/login", json=wrong), 401, "invalid_credentials")
+    right = {"username": "hugo", "password": DEFAULT_PASSWORD}
+    response = await client.post("/auth/login", json=right)
+    assert_error(response, 429, "login_throttled")
+    assert response.headers["retry-after"] == str(settings.login_window_s)
+    # Other users are not affected.
+    await create_user(settings, "iris")
+    await login(client, "iris")
+
+
+async def test_a_successful_login_resets_the_failure_count(client, settings):
+    await create_user(settings, "jade")
+    wrong = {"username": "jade", "password": "not-the-password"}
+    for _ in range(settings.login_max_failures - 1):
+        await client.post("/auth/login", json=wrong)
+    await login(client, "jade")
+    for _ in range(settings.login_max_failures - 1):
+        assert_error(await client.post("/auth/login", json=wrong), 401, "invalid_credentials")
+    await login(client, "jade")
+
+
+async def test_unknown_route_and_method_get_the_error_shape(client):
+    assert_error(await client.get("/health/nothing"), 404, "not_found")
+    assert_error(await client.delete("/health/live"), 405, "method_not_allowed")

@@ -1,0 +1,66 @@
+"""Settings refuse development secrets in production; password hashes verify."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.accounts.passwords import hash_password, verify_password
+from app.config import ConfigurationError, Settings
+
+REAL = {
+    "database_url": "postgresql://raiz@db/raiz",
+    "seed_keyring": "k2:" + "A" * 43 + "=",
+    "signing_keyring": "k2:" + "B" * 43 + "=",
+    "payment_webhook_secret": "a-real-secret-from-the-vault",
+}
+
+
+def test_development_defaults_work_outside_production():
+    settings = Settings(env="development")
+    assert settings.database_url is None or settings.database_url
+
+
+@pytest.mark.parametrize(
+    "missing",
+    ["seed_keyring", "signing_keyring", "payment_webhook_secret", "database_url"],
+)
+def test_production_refuses_each_development_secret(missing):
+    values = dict(REAL)
+    values.pop(missing)
+    if missing == "database_url":
+        values["database_url"] = None
+    with pytest.raises(ConfigurationError):
+        Settings(env="production", **values)
+
+
+def test_production_refuses_fixed_decks():
+    with pytest.raises(ConfigurationError, match="RAIZ_ALLOW_FIXED_DECKS"):
+        Settings(env="production", allow_fixed_decks=True, **REAL)
+
+
+def test_production_starts_with_real_secrets():
+    assert Settings(env="production", **REAL).env == "production"
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://x@y/z")
+    monkeypatch.setenv("RAIZ_TOKEN_TTL_S", "120")
+    settings = Settings()
+    assert settings.database_url == "postgresql://x@y/z"
+    assert settings.token_ttl_s == 120
+
+
+def test_password_hash_round_trip_and_salting():
+    first = hash_password("correct horse battery", 10)
+    second = hash_password("correct horse battery", 10)
+    assert first != second
+    assert first.startswith("scrypt$10$8$1$")
+    assert verify_password("correct horse battery", first)
+    assert not verify_password("correct horse batterY", first)
+
+
+@pytest.mark.parametrize(
+    "stored", ["", "scrypt$", "bcrypt$10$8$1$AAAA$AAAA", "scrypt$99$8$1$AAAA$AAAA", "scrypt$x"]
+)
+def test_malformed_hashes_never_verify(stored):
+    assert not verify_password("anything", stored)
