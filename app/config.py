@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     allow_fixed_decks: bool = False
     """Test-only: lets tests inject fixed deck orders. Refused in production."""
 
+    run_scheduler: bool = True
+    """Run the deadline sweeper in this process (tests of the API alone may turn it off)."""
     scheduler_poll_interval_s: float = Field(default=0.25, gt=0, le=10)
     """How often each worker sweeps the deadline table for due deadlines."""
     deal_delay_s: float = Field(default=2.0, ge=0, le=60)

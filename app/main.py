@@ -25,6 +25,7 @@ from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+from app.timers import DeadlineRunner, build_scheduler
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ("create_app",)
 
 API_VERSION = "0.1.0"
+POOL_GAUGE_INTERVAL_S = 1.0
 
 
 class MetricsController(PrometheusController):
@@ -55,14 +57,28 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     db = database or Database.connect(url, settings)
     capacity = settings.db_pool_size + settings.db_max_overflow
 
+    runner = DeadlineRunner(db, {})
+
+    async def refresh_pool_gauges() -> None:
+        update_pool_gauges(db.engine, capacity)
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if embedded:
             await ensure_database_async(url)
         update_pool_gauges(db.engine, capacity)
+        scheduler = build_scheduler(
+            runner,
+            settings.scheduler_poll_interval_s,
+            periodic=[("pool-gauges", refresh_pool_gauges, POOL_GAUGE_INTERVAL_S)],
+        )
+        if settings.run_scheduler:
+            scheduler.start()
         try:
             yield
         finally:
+            if scheduler.running:
+                scheduler.shutdown(wait=False)
             await db.dispose()
 
     prometheus = PrometheusConfig(
@@ -113,5 +129,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     app.state.settings = settings
     app.state.database = db
+    app.state.deadline_runner = runner
     document_error_responses(app)
     return app

@@ -1,0 +1,140 @@
+"""Claiming and firing due deadlines."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
+
+import structlog
+from prometheus_client import Counter, Histogram
+from sqlalchemy import select, update
+
+from app.db.base import utcnow
+from app.timers.models import Deadline
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from app.db import Database
+
+__all__ = (
+    "DEADLINES_FIRED",
+    "SCHEDULER_LAG",
+    "DeadlineHandler",
+    "DeadlineRunner",
+    "schedule_deadline",
+)
+
+logger = structlog.get_logger("raiz.timers")
+
+DeadlineHandler = Callable[["AsyncSession", Deadline], Awaitable[bool]]
+"""Acts on a due deadline inside the claiming transaction; returns False when stale.
+It must not commit; raising rolls the whole firing back (it will be retried)."""
+
+MAX_ATTEMPTS = 5
+"""A deadline whose handler raised this many times is parked as ``failed``."""
+MAX_PER_SWEEP = 500
+"""Upper bound of deadlines one sweep handles, so a backlog cannot starve the loop."""
+
+DEADLINES_FIRED = Counter(
+    "raiz_deadlines_handled_total",
+    "Deadlines handled, by kind and outcome (fired, stale, error, failed).",
+    ["kind", "outcome"],
+)
+SCHEDULER_LAG = Histogram(
+    "raiz_scheduler_lag_seconds",
+    "Delay between a deadline's due time and its handling.",
+    ["kind"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0),
+)
+
+
+def schedule_deadline(
+    session: AsyncSession, table_id: uuid.UUID, kind: str, token: str, due_at: dt.datetime
+) -> Deadline:
+    """Add a deadline in the caller's transaction (it exists once the caller commits)."""
+    deadline = Deadline(table_id=table_id, kind=kind, token=token, due_at=due_at)
+    session.add(deadline)
+    return deadline
+
+
+class DeadlineRunner:
+    """Fires due deadlines, one transaction each, safely from any number of workers."""
+
+    def __init__(self, database: Database, handlers: Mapping[str, DeadlineHandler]) -> None:
+        self._database = database
+        self._handlers = dict(handlers)
+
+    def register(self, kind: str, handler: DeadlineHandler) -> None:
+        """Route deadlines of ``kind`` to ``handler``."""
+        self._handlers[kind] = handler
+
+    async def run_due(self, limit: int = MAX_PER_SWEEP) -> int:
+        """Handle due deadlines until none is left (or ``limit``); returns how many."""
+        handled = 0
+        while handled < limit:
+            if not await self._fire_one():
+                break
+            handled += 1
+        return handled
+
+    async def _fire_one(self) -> bool:
+        async with self._database.session() as session:
+            deadline = await session.scalar(
+                select(Deadline)
+                .where(Deadline.status == "pending", Deadline.due_at <= utcnow())
+                .order_by(Deadline.due_at, Deadline.id)
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            )
+            if deadline is None:
+                return False
+            deadline_id, kind = deadline.id, deadline.kind
+            handler = self._handlers.get(kind)
+            started = time.perf_counter()
+            try:
+                acted = await handler(session, deadline) if handler else False
+                now = utcnow()
+                deadline.status = "fired" if acted else "stale"
+                deadline.handled_at = now
+                await session.commit()
+            except Exception:
+                await session.rollback()
+                logger.exception("deadline_handler_failed", deadline_id=deadline_id, kind=kind)
+                await self._record_failure(deadline_id, kind)
+                return True
+        outcome = "fired" if acted else "stale"
+        if handler is None:
+            logger.warning("deadline_without_handler", deadline_id=deadline_id, kind=kind)
+        DEADLINES_FIRED.labels(kind, outcome).inc()
+        SCHEDULER_LAG.labels(kind).observe(max(0.0, (now - deadline.due_at).total_seconds()))
+        logger.debug(
+            "deadline_handled",
+            deadline_id=deadline_id,
+            kind=kind,
+            outcome=outcome,
+            handler_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return True
+
+    async def _record_failure(self, deadline_id: int, kind: str) -> None:
+        async with self._database.session() as session:
+            attempts = await session.scalar(
+                update(Deadline)
+                .where(Deadline.id == deadline_id, Deadline.status == "pending")
+                .values(attempts=Deadline.attempts + 1)
+                .returning(Deadline.attempts)
+            )
+            if attempts is not None and attempts >= MAX_ATTEMPTS:
+                await session.execute(
+                    update(Deadline)
+                    .where(Deadline.id == deadline_id)
+                    .values(status="failed", handled_at=utcnow())
+                )
+                DEADLINES_FIRED.labels(kind, "failed").inc()
+            else:
+                DEADLINES_FIRED.labels(kind, "error").inc()
+            await session.commit()

@@ -1,0 +1,126 @@
+"""Durable deadlines: fire once across workers, survive restarts, staleness, failure parking."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from app.db import Database
+from app.db.base import utcnow
+from app.timers import Deadline, DeadlineRunner, schedule_deadline
+from app.timers.runner import MAX_ATTEMPTS
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+async def database(settings):
+    db = Database.connect(settings.database_url, settings)
+    yield db
+    await db.dispose()
+
+
+async def _add(database, count, *, kind="test", due_in_s=-1.0, token="t"):
+    async with database.session() as session:
+        for _ in range(count):
+            schedule_deadline(
+                session,
+                uuid.uuid4(),
+                kind,
+                token,
+                utcnow() + dt.timedelta(seconds=due_in_s),
+            )
+        await session.commit()
+
+
+async def _statuses(database):
+    async with database.session() as session:
+        rows = await session.execute(select(Deadline.status, Deadline.attempts))
+        return sorted(tuple(row) for row in rows)
+
+
+async def test_each_due_deadline_fires_exactly_once_across_concurrent_workers(
+    database, settings
+):
+    await _add(database, 60)
+    fired: list[int] = []
+
+    async def handler(session, deadline):
+        fired.append(deadline.id)
+        await asyncio.sleep(0)  # let other workers interleave
+        return True
+
+    workers = [Database.connect(settings.database_url, settings) for _ in range(4)]
+    try:
+        runners = [DeadlineRunner(worker, {"test": handler}) for worker in workers]
+        counts = await asyncio.gather(*(runner.run_due() for runner in runners))
+    finally:
+        for worker in workers:
+            await worker.dispose()
+    assert sum(counts) == 60
+    assert len(fired) == len(set(fired)) == 60
+    assert await _statuses(database) == [("fired", 0)] * 60
+
+
+async def test_future_deadlines_wait_and_late_ones_fire_at_the_first_sweep(database):
+    await _add(database, 1, due_in_s=3600)
+    await _add(database, 2, due_in_s=-600)  # due while "the service was down"
+    runner = DeadlineRunner(database, {"test": lambda session, deadline: _true()})
+    assert await runner.run_due() == 2
+    assert await runner.run_due() == 0
+    assert await _statuses(database) == [("fired", 0), ("fired", 0), ("pending", 0)]
+
+
+async def _true():
+    return True
+
+
+async def test_a_stale_deadline_is_marked_and_does_nothing(database):
+    await _add(database, 1, token="old-step")
+
+    async def handler(session, deadline):
+        return deadline.token == "current-step"
+
+    assert await DeadlineRunner(database, {"test": handler}).run_due() == 1
+    assert await _statuses(database) == [("stale", 0)]
+
+
+async def test_a_failing_handler_rolls_back_its_effect_and_is_parked_after_retries(database):
+    await _add(database, 1)
+    effects = []
+
+    async def handler(session, deadline):
+        schedule_deadline(session, uuid.uuid4(), "effect", "x", utcnow())
+        effects.append(1)
+        raise RuntimeError("boom")
+
+    runner = DeadlineRunner(database, {"test": handler})
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        assert await runner.run_due(limit=1) == 1
+        expected = "failed" if attempt == MAX_ATTEMPTS else "pending"
+        assert await _statuses(database) == [(expected, attempt)]
+    assert len(effects) == MAX_ATTEMPTS
+    assert await runner.run_due() == 0
+
+
+async def test_the_app_scheduler_fires_deadlines_in_the_background(settings):
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    fired = asyncio.Event()
+
+    async def handler(session, deadline):
+        fired.set()
+        return True
+
+    app = create_app(make_settings(settings.database_url, scheduler_poll_interval_s=0.05))
+    app.state.deadline_runner.register("test", handler)
+    async with AsyncTestClient(app=app):
+        await _add(app.state.database, 1, due_in_s=0.2)
+        await asyncio.wait_for(fired.wait(), timeout=5)
