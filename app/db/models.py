@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.accounts import models as _accounts  # noqa: F401
-from app.timers import models as _timers  # noqa: F401
 from app.db.base import GameBase
+from app.timers import models as _timers  # noqa: F401
 
 __all__ = ("GameBase",)

@@ -43,9 +43,7 @@ async def _statuses(database):
         return sorted(tuple(row) for row in rows)
 
 
-async def test_each_due_deadline_fires_exactly_once_across_concurrent_workers(
-    database, settings
-):
+async def test_each_due_deadline_fires_exactly_once_across_concurrent_workers(database, settings):
     await _add(database, 60)
     fired: list[int] = []
 
