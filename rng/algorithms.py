@@ -37,6 +37,10 @@ class Algorithm:
     """Validates a seed and returns it, raising :class:`rng.errors.RngError` otherwise."""
     check_label: Callable[[str], bytes]
     """Validates a stream label and returns its encoding."""
+    check_client_seed: Callable[[bytes], bytes]
+    """Validates one client seed (e.g. when a player submits it) and returns it."""
+    max_client_seeds: int
+    """The most client seeds one round can mix in."""
     commitment: Callable[[bytes], str]
     """Seed to the hex commitment published before the deal."""
     mix_client_seeds: Callable[[bytes, Sequence[bytes]], bytes]
@@ -60,6 +64,8 @@ ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
             seed_length_bytes=version_1.SEED_LENGTH_BYTES,
             check_seed=version_1.check_seed,
             check_label=version_1.check_label,
+            check_client_seed=version_1.check_client_seed,
+            max_client_seeds=version_1.MAX_CLIENT_SEEDS,
             commitment=version_1.commitment,
             mix_client_seeds=version_1.mix_client_seeds,
             stream_source=version_1.stream_drbg,

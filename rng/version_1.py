@@ -38,6 +38,7 @@ __all__ = (
     "NONCE_LENGTH_BYTES",
     "SEED_LENGTH_BYTES",
     "VERSION",
+    "check_client_seed",
     "check_label",
     "check_seed",
     "commitment",
@@ -98,6 +99,23 @@ def check_label(label: object) -> bytes:
     return label.encode("ascii")
 
 
+def check_client_seed(client_seed: object, position: int = 0) -> bytes:
+    """Return ``client_seed`` if it is bytes of an allowed length, else raise.
+
+    ``position`` only names the seed in the error message.
+    """
+    if not isinstance(client_seed, bytes):
+        msg = f"client seed {position} must be bytes, not {type(client_seed).__name__}"
+        raise RngError(msg)
+    if not MIN_CLIENT_SEED_LENGTH_BYTES <= len(client_seed) <= MAX_CLIENT_SEED_LENGTH_BYTES:
+        msg = (
+            f"client seed {position} must be {MIN_CLIENT_SEED_LENGTH_BYTES}.."
+            f"{MAX_CLIENT_SEED_LENGTH_BYTES} bytes, got {len(client_seed)}"
+        )
+        raise RngError(msg)
+    return client_seed
+
+
 def _check_client_seeds(client_seeds: object) -> Sequence[bytes]:
     if isinstance(client_seeds, bytes | str) or not isinstance(client_seeds, Sequence):
         msg = "client_seeds must be a sequence of bytes values"
@@ -106,15 +124,7 @@ def _check_client_seeds(client_seeds: object) -> Sequence[bytes]:
         msg = f"at most {MAX_CLIENT_SEEDS} client seeds, got {len(client_seeds)}"
         raise RngError(msg)
     for position, client_seed in enumerate(client_seeds):
-        if not isinstance(client_seed, bytes):
-            msg = f"client seed {position} must be bytes, not {type(client_seed).__name__}"
-            raise RngError(msg)
-        if not MIN_CLIENT_SEED_LENGTH_BYTES <= len(client_seed) <= MAX_CLIENT_SEED_LENGTH_BYTES:
-            msg = (
-                f"client seed {position} must be {MIN_CLIENT_SEED_LENGTH_BYTES}.."
-                f"{MAX_CLIENT_SEED_LENGTH_BYTES} bytes, got {len(client_seed)}"
-            )
-            raise RngError(msg)
+        check_client_seed(client_seed, position)
     return client_seeds
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from rng.algorithms import ALGORITHMS, UnknownVersionError
+from rng.algorithms import ALGORITHMS, UnknownVersionError, get_algorithm
 from rng.drbg import DrbgError, HmacDrbg
 from rng.errors import RngError
 from rng.fixed import FixedChance
@@ -118,6 +118,15 @@ def test_client_seed_rules(client_seeds: object, message: str) -> None:
         mix_client_seeds(SEED, client_seeds)  # type: ignore[arg-type]
     with pytest.raises(RngError, match=message):
         derive_stream(SEED, "deal", client_seeds)  # type: ignore[arg-type]
+
+
+def test_single_client_seed_check_for_submissions() -> None:
+    algorithm = get_algorithm("raiz-rng/1")
+    assert algorithm.check_client_seed(b"x" * 64) == b"x" * 64
+    assert algorithm.max_client_seeds == 16
+    for bad in (b"", b"x" * 65, "text"):
+        with pytest.raises(RngError, match="client seed 0 must be"):
+            algorithm.check_client_seed(bad)  # type: ignore[arg-type]
 
 
 # --- stream derivation --------------------------------------------------------------------
