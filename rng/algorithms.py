@@ -68,7 +68,7 @@ ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
             max_client_seeds=version_1.MAX_CLIENT_SEEDS,
             commitment=version_1.commitment,
             mix_client_seeds=version_1.mix_client_seeds,
-            stream_source=version_1.stream_drbg,
+            stream_source=version_1.stream_bytes,
             randbelow=shuffle.randbelow,
             permutation=shuffle.permutation,
         ),

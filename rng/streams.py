@@ -58,9 +58,9 @@ class Chance(Protocol):
 class RandomStream:
     """One labelled, deterministic stream of a round; build it with :func:`derive_stream`.
 
-    Successive calls continue the same DRBG, so the result of a call depends on every call made
-    on the stream before it. To keep a stream verifiable, make the same calls in the same order;
-    the public verifier assumes one call per stream (see ``docs/rng.md``).
+    Successive calls continue the same byte stream, so the result of a call depends on every
+    call made on the stream before it. To keep a stream verifiable, make the same calls in the
+    same order; the public verifier assumes one call per stream (see ``docs/rng.md``).
     """
 
     __slots__ = ("_algorithm", "_label", "_source")
@@ -92,7 +92,7 @@ class RandomStream:
         return self._algorithm.permutation(self._source, n)
 
     def random_bytes(self, n: int) -> bytes:
-        """``n`` bytes from one Generate request (at most 65,536 bytes)."""
+        """The next ``n`` bytes of the stream (at most 65,536 per call)."""
         return self._source.generate(n)
 
 

@@ -14,8 +14,11 @@ Notation: ``||`` is byte concatenation, ``T = b"raiz-rng/1"`` (ASCII), ``u8(x)``
   msg=T || 0x00 || b"mix" || 0x00 || u8(m) || u8(len(c_1)) || c_1 || ... || u8(len(c_m)) || c_m)``.
   The mix always runs, also with no client seeds. Order matters and is part of the input.
 * **Stream** for a label ``L`` (1..64 visible ASCII characters ``!``..``~``, encoded as ASCII):
-  ``HmacDrbg(entropy_input=mixed, nonce=SHA-256(T || 0x00 || b"nonce" || 0x00 || L)[:16],
-  personalization=T || 0x00 || b"stream" || 0x00 || L)``. Draws from it use
+  its generator is ``drbg = HmacDrbg(entropy_input=mixed,
+  nonce=SHA-256(T || 0x00 || b"nonce" || 0x00 || L)[:16],
+  personalization=T || 0x00 || b"stream" || 0x00 || L)``, and the stream is the byte string
+  ``drbg.generate(256) || drbg.generate(256) || ...`` (:data:`STREAM_BLOCK_BYTES`), read front
+  to back (:class:`rng.shuffle.BlockStream`). Draws take the next bytes of it with
   :func:`rng.shuffle.randbelow` and :func:`rng.shuffle.permutation`.
 """
 
@@ -29,6 +32,7 @@ from cryptography.hazmat.primitives import hashes, hmac
 
 from rng.drbg import HmacDrbg
 from rng.errors import RngError
+from rng.shuffle import BlockStream
 
 __all__ = (
     "MAX_CLIENT_SEEDS",
@@ -37,12 +41,14 @@ __all__ = (
     "MIN_CLIENT_SEED_LENGTH_BYTES",
     "NONCE_LENGTH_BYTES",
     "SEED_LENGTH_BYTES",
+    "STREAM_BLOCK_BYTES",
     "VERSION",
     "check_client_seed",
     "check_label",
     "check_seed",
     "commitment",
     "mix_client_seeds",
+    "stream_bytes",
     "stream_drbg",
     "stream_nonce",
     "stream_personalization",
@@ -62,6 +68,11 @@ MAX_LABEL_LENGTH: Final = 64
 """The longest stream label, in characters (each one byte of ASCII)."""
 NONCE_LENGTH_BYTES: Final = 16
 """The stream nonce: SHA-256 truncated to 128 bits, the DRBG's minimum nonce length."""
+STREAM_BLOCK_BYTES: Final = 256
+"""Every Generate request of a stream asks for exactly this many bytes (eight HMAC blocks).
+
+A 104-card shuffle reads about 146 bytes, so one request almost always covers a whole deck.
+"""
 
 _TAG: Final = VERSION.encode("ascii") + b"\x00"
 _COMMIT_PREFIX: Final = _TAG + b"commit\x00"
@@ -161,3 +172,8 @@ def stream_drbg(mixed_seed: bytes, label: str) -> HmacDrbg:
     """The HMAC_DRBG of one labelled stream, instantiated from the mixed seed."""
     check_seed(mixed_seed)
     return HmacDrbg(mixed_seed, stream_nonce(label), stream_personalization(label))
+
+
+def stream_bytes(mixed_seed: bytes, label: str) -> BlockStream:
+    """The bytes of one labelled stream: its DRBG read in :data:`STREAM_BLOCK_BYTES` blocks."""
+    return BlockStream(stream_drbg(mixed_seed, label), STREAM_BLOCK_BYTES)

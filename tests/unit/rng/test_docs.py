@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from rng import version_1
 from rng.drbg import HmacDrbg
-from rng.shuffle import permutation, randbelow
+from rng.shuffle import BlockStream, ByteSource, permutation, randbelow
 from rng.streams import commitment, derive_stream, mix_client_seeds
 from rng.verification import verify_round
 from rng.verify import main
@@ -49,15 +49,17 @@ def option_values(argv: list[str], option: str) -> list[str]:
 
 
 class TracingSource:
-    """Wraps a DRBG and records every Generate output."""
+    """Wraps a byte source and records every read: its offset in the stream and its bytes."""
 
-    def __init__(self, drbg: HmacDrbg) -> None:
-        self.drbg = drbg
-        self.outputs: list[bytes] = []
+    def __init__(self, source: ByteSource) -> None:
+        self.source = source
+        self.offset = 0
+        self.reads: list[tuple[int, bytes]] = []
 
     def generate(self, n_bytes: int) -> bytes:
-        output = self.drbg.generate(n_bytes)
-        self.outputs.append(output)
+        output = self.source.generate(n_bytes)
+        self.reads.append((self.offset, output))
+        self.offset += n_bytes
         return output
 
 
@@ -68,6 +70,7 @@ def example_steps(seed: bytes, client_seeds: list[bytes]) -> str:
     for client_seed in client_seeds:
         mix_message += bytes([len(client_seed)]) + client_seed
     mixed = mix_client_seeds(seed, client_seeds)
+    first_block = version_1.stream_drbg(mixed, "deal").generate(version_1.STREAM_BLOCK_BYTES)
     lines = [
         f"commitment preimage  = {(tag + b'commit' + bytes(1)).hex()} || seed",
         f"commitment           = {commitment(seed)}",
@@ -75,21 +78,22 @@ def example_steps(seed: bytes, client_seeds: list[bytes]) -> str:
         f"mixed seed           = {mixed.hex()}",
         f"deal nonce           = {version_1.stream_nonce('deal').hex()}",
         f"deal personalization = {version_1.stream_personalization('deal').hex()}",
+        f"deal stream[0:32]    = {first_block[:32].hex()}",
         f"deal draws (first {TRACED_DRAWS} of the Fisher-Yates loop):",
     ]
-    source = TracingSource(version_1.stream_drbg(mixed, "deal"))
+    source = TracingSource(version_1.stream_bytes(mixed, "deal"))
     deck_size = 104
     for index in range(deck_size - 1, deck_size - 1 - TRACED_DRAWS, -1):
         bound = index + 1
         bits = (bound - 1).bit_length()
         mask = (1 << bits) - 1
-        source.outputs.clear()
+        source.reads.clear()
         drawn = randbelow(source, bound)
         attempts = []
-        for output in source.outputs:
+        for offset, output in source.reads:
             candidate = int.from_bytes(output, "big") & mask
             verdict = "accept" if candidate < bound else "reject"
-            attempts.append(f"{output.hex()} & {mask:#x} = {candidate} {verdict}")
+            attempts.append(f"[{offset}] {output.hex()} & {mask:#x} = {candidate} {verdict}")
         lines.append(f"  i={index} randbelow({bound}): " + "; ".join(attempts) + f" -> j={drawn}")
     return "\n".join(lines)
 
@@ -163,11 +167,12 @@ def test_document_states_the_real_prefixes() -> None:
         assert (b"raiz-rng/1\x00" + prefix + b"\x00").hex() in text
 
 
-@pytest.mark.parametrize("size", [1, 2, 52])
-def test_standalone_drbg_is_plain_hmac_drbg(size: int) -> None:
+@pytest.mark.parametrize("size", [1, 2, 52, 300])
+def test_standalone_stream_is_plain_hmac_drbg_read_in_blocks(size: int) -> None:
     standalone = load_standalone()
+    assert standalone["BLOCK_BYTES"] == version_1.STREAM_BLOCK_BYTES
     entropy, nonce = hashlib.sha256(b"e").digest(), bytes(16)
-    theirs = standalone["HmacDrbg"](entropy, nonce, b"p")
-    assert permutation(HmacDrbg(entropy, nonce, b"p"), size) == standalone["permutation"](
-        theirs, size
-    )
+    ours = BlockStream(HmacDrbg(entropy, nonce, b"p"), version_1.STREAM_BLOCK_BYTES)
+    theirs = standalone["Stream"](standalone["HmacDrbg"](entropy, nonce, b"p"))
+    assert permutation(ours, size) == standalone["permutation"](theirs, size)
+    assert ours.generate(700) == theirs.read(700)

@@ -1,4 +1,4 @@
-"""randbelow and permutation: exact byte consumption at the edges, and known answers."""
+"""randbelow, permutation and block streams: exact byte consumption, fast path, known answers."""
 
 from __future__ import annotations
 
@@ -6,12 +6,20 @@ import hashlib
 from collections.abc import Iterable
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rng import version_1
 from rng.drbg import HmacDrbg
 from rng.errors import RngError
-from rng.shuffle import MAX_PERMUTATION_SIZE, MAX_RANDBELOW_BOUND, permutation, randbelow
+from rng.shuffle import (
+    MAX_PERMUTATION_SIZE,
+    MAX_RANDBELOW_BOUND,
+    BlockStream,
+    ByteSource,
+    permutation,
+    randbelow,
+)
 
 
 class ScriptedSource:
@@ -147,7 +155,7 @@ def test_permutation_matches_an_independent_reading_of_the_spec(n: int) -> None:
 
 
 def test_known_answer() -> None:
-    # Pinned output: any change here changes every recorded round, so it needs a new version tag.
+    # Pinned output of the draw rule on a bare DRBG (one Generate request per read).
     assert permutation(fresh_drbg("known answer"), 10) == KNOWN_PERMUTATION_OF_10
     drbg = fresh_drbg("known answer")
     assert [randbelow(drbg, 1000) for _ in range(5)] == KNOWN_DRAWS_BELOW_1000
@@ -174,3 +182,125 @@ def test_randbelow_is_in_range(seed: bytes, n: int) -> None:
     drbg = HmacDrbg(seed, b"hypothesis-nonce")
     for _ in range(5):
         assert 0 <= randbelow(drbg, n) < n
+
+
+# --- block streams ------------------------------------------------------------------------
+
+
+class CountingGenerator:
+    """A generator whose output is a known byte string; records each request size."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+        self.requests: list[int] = []
+
+    def generate(self, n_bytes: int) -> bytes:
+        self.requests.append(n_bytes)
+        chunk = self.data[self.position : self.position + n_bytes]
+        self.position += n_bytes
+        return chunk
+
+
+class Unbuffered:
+    """Hides a BlockStream behind a plain ByteSource, forcing permutation's generic path."""
+
+    def __init__(self, source: ByteSource) -> None:
+        self.source = source
+
+    def generate(self, n_bytes: int) -> bytes:
+        return self.source.generate(n_bytes)
+
+
+DATA = bytes(range(256)) * 8
+
+
+@pytest.mark.parametrize("reads", [[1] * 20, [3, 5, 7, 11], [4, 4, 4], [9], [0, 2, 0, 10, 1]])
+def test_block_stream_hands_out_the_concatenated_blocks_in_order(reads: list[int]) -> None:
+    generator = CountingGenerator(DATA)
+    stream = BlockStream(generator, 4)
+    output = b"".join(stream.generate(n) for n in reads)
+    assert output == DATA[: sum(reads)]
+    # Only whole blocks are requested, and only as many as the reads needed.
+    assert set(generator.requests) <= {4}
+    assert len(generator.requests) == -(-sum(reads) // 4)
+
+
+def test_block_stream_reads_may_span_several_blocks() -> None:
+    generator = CountingGenerator(DATA)
+    stream = BlockStream(generator, 3)
+    assert stream.generate(2) == DATA[:2]
+    assert stream.generate(10) == DATA[2:12]
+    assert stream.generate(1) == DATA[12:13]
+    assert generator.requests == [3, 3, 3, 3, 3]
+
+
+def test_block_stream_checks_its_generator_and_arguments() -> None:
+    with pytest.raises(RngError, match="generator returned 2 bytes, 4 were requested"):
+        BlockStream(CountingGenerator(b"ab"), 4).generate(1)
+    for bad_block in (0, 2**16 + 1, True, 1.5):
+        with pytest.raises(RngError, match="block_bytes must"):
+            BlockStream(CountingGenerator(DATA), bad_block)  # type: ignore[arg-type]
+    stream = BlockStream(CountingGenerator(DATA), 4)
+    for bad_size in (-1, 2**16 + 1, False, "3"):
+        with pytest.raises(RngError, match="n_bytes must"):
+            stream.generate(bad_size)  # type: ignore[arg-type]
+
+
+def test_block_stream_repr_hides_the_buffered_bytes() -> None:
+    stream = BlockStream(CountingGenerator(DATA), 256)
+    stream.generate(1)
+    assert repr(stream) == "BlockStream(block_bytes=256)"
+    assert stream.block_bytes == 256
+
+
+def version_1_stream(name: str) -> BlockStream:
+    return version_1.stream_bytes(hashlib.sha256(name.encode()).digest(), "deal")
+
+
+@settings(deadline=None)
+@given(
+    seed=st.binary(min_size=32, max_size=32),
+    # Up to 256 every draw is one byte; above, the widest draws take two bytes.
+    sizes=st.lists(st.one_of(st.integers(1, 300), st.integers(257, 3000)), min_size=1, max_size=3),
+    block_bytes=st.sampled_from([1, 2, 3, 32, 256]),
+)
+def test_the_fast_path_draws_exactly_what_the_generic_path_draws(
+    seed: bytes, sizes: list[int], block_bytes: int
+) -> None:
+    def source() -> BlockStream:
+        return BlockStream(HmacDrbg(seed, b"fast-path-nonce!"), block_bytes)
+
+    fast, generic = source(), source()
+    for size in sizes:
+        assert permutation(fast, size) == permutation(Unbuffered(generic), size)
+        # Both leave the stream at the same place.
+        assert randbelow(fast, 1000) == randbelow(generic, 1000)
+    assert fast.generate(40) == generic.generate(40)
+
+
+def test_the_largest_permutation_agrees_on_both_paths() -> None:
+    fast = version_1_stream("largest")
+    generic = Unbuffered(version_1_stream("largest"))
+    assert permutation(fast, MAX_PERMUTATION_SIZE) == permutation(generic, MAX_PERMUTATION_SIZE)
+
+
+def test_a_deck_usually_fits_in_one_block() -> None:
+    generator = CountingGenerator(bytes([0x10]) * 4096)
+    # Every byte accepted: a 104-card deck reads exactly 103 bytes, within one 256-byte block.
+    permutation(BlockStream(generator, version_1.STREAM_BLOCK_BYTES), 104)
+    assert generator.requests == [256]
+
+
+def test_version_1_known_answer() -> None:
+    # Pinned output of raiz-rng/1 streams: any change here changes every recorded round, so it
+    # needs a new version tag.
+    assert permutation(version_1_stream("known answer"), 10) == KNOWN_V1_PERMUTATION_OF_10
+    stream = version_1_stream("known answer")
+    assert [randbelow(stream, 1000) for _ in range(5)] == KNOWN_V1_DRAWS_BELOW_1000
+    assert permutation(version_1_stream("known answer"), 104)[:8] == KNOWN_V1_DECK_HEAD
+
+
+KNOWN_V1_PERMUTATION_OF_10 = [3, 6, 5, 0, 4, 2, 9, 7, 1, 8]
+KNOWN_V1_DRAWS_BELOW_1000 = [11, 439, 370, 80, 675]
+KNOWN_V1_DECK_HEAD = [54, 45, 50, 77, 86, 90, 31, 61]

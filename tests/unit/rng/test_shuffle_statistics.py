@@ -29,12 +29,15 @@ from collections.abc import Callable
 import pytest
 
 from rng.drbg import HmacDrbg
-from rng.shuffle import ByteSource, permutation, randbelow
+from rng.shuffle import BlockStream, ByteSource, permutation, randbelow
+from rng.version_1 import STREAM_BLOCK_BYTES
 from tests.unit.rng.chi_square import CRITICAL_VALUES_99, chi_square_cdf, pearson_statistic
 
 
-def seeded_drbg(purpose: str) -> HmacDrbg:
-    return HmacDrbg(hashlib.sha256(purpose.encode()).digest(), b"raiz-chi-square!")
+def seeded_drbg(purpose: str) -> BlockStream:
+    """A stream read exactly as ``raiz-rng/1`` reads one (so the fast shuffle path is tested)."""
+    drbg = HmacDrbg(hashlib.sha256(purpose.encode()).digest(), b"raiz-chi-square!")
+    return BlockStream(drbg, STREAM_BLOCK_BYTES)
 
 
 def test_critical_value_table_is_right() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from rng.algorithms import ALGORITHMS, UnknownVersionError, get_algorithm
-from rng.drbg import DrbgError, HmacDrbg
+from rng.drbg import HmacDrbg
 from rng.errors import RngError
 from rng.fixed import FixedChance
 from rng.streams import (
@@ -138,7 +138,9 @@ def test_stream_is_the_documented_drbg() -> None:
     nonce = hashlib.sha256(TAG + b"nonce\x00" + b"reshuffle/2").digest()[:16]
     drbg = HmacDrbg(mixed, nonce, TAG + b"stream\x00" + b"reshuffle/2")
     stream = derive_stream(SEED, "reshuffle/2", client_seeds)
-    assert stream.random_bytes(100) == drbg.generate(100)
+    # The stream is the DRBG's Generate(256) outputs, concatenated, read front to back.
+    expected = b"".join(drbg.generate(256) for _ in range(3))
+    assert stream.random_bytes(100) + stream.random_bytes(500) == expected[:600]
 
 
 def test_same_inputs_give_the_same_stream() -> None:
@@ -241,10 +243,10 @@ def test_stream_properties_and_repr_hide_the_seed() -> None:
     assert repr(stream) == "RandomStream(version='raiz-rng/1', label='deal')"
 
 
-def test_random_bytes_respects_the_request_limit() -> None:
+def test_random_bytes_respects_the_read_limit() -> None:
     stream = derive_stream(SEED, "deal")
     assert len(stream.random_bytes(65536)) == 65536
-    with pytest.raises(DrbgError):
+    with pytest.raises(RngError, match=r"n_bytes must be in 0\.\.65536"):
         stream.random_bytes(65537)
 
 
