@@ -1,4 +1,4 @@
-"""Benchmark the RNG: 104-card shuffles per second and HMAC_DRBG bytes per second.
+"""Benchmark the RNG: 104-card shuffles, verified rounds and HMAC_DRBG bytes per second.
 
 Run from the repository root::
 
@@ -19,6 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 DECK_SIZE = 104
+RESHUFFLE_SIZE = 57
+PLAYER_COUNT = 4
 GENERATE_CHUNK_BYTES = 65536
 RUNS = 3
 
@@ -42,8 +44,10 @@ def best_rate(operation: Callable[[], object], seconds: float) -> float:
 
 def main() -> None:
     from rng.drbg import HmacDrbg
-    from rng.shuffle import permutation
-    from rng.streams import derive_stream, new_round_seed
+    from rng.shuffle import BlockStream, permutation
+    from rng.streams import commitment, derive_stream, new_round_seed
+    from rng.verification import verify_round
+    from rng.version_1 import STREAM_BLOCK_BYTES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="time per figure")
@@ -52,11 +56,26 @@ def main() -> None:
     seed = new_round_seed()
     client_seeds = [b"client-seed-one!", b"client-seed-two!"]
     drbg = HmacDrbg(seed, bytes(16))
+    stream = BlockStream(HmacDrbg(seed, bytes(16)), STREAM_BLOCK_BYTES)
+    client_seeds_hex = [client_seed.hex() for client_seed in client_seeds]
+    seed_commitment = commitment(seed)
 
     round_rate = best_rate(
         lambda: derive_stream(seed, "deal", client_seeds).permutation(DECK_SIZE), seconds
     )
-    shuffle_rate = best_rate(lambda: permutation(drbg, DECK_SIZE), seconds)
+    shuffle_rate = best_rate(lambda: permutation(stream, DECK_SIZE), seconds)
+    verify_rate = best_rate(
+        lambda: verify_round(
+            seed_commitment,
+            seed.hex(),
+            client_seeds_hex,
+            "raiz-rng/1",
+            DECK_SIZE,
+            reshuffle_sizes=[RESHUFFLE_SIZE],
+            player_count=PLAYER_COUNT,
+        ),
+        seconds,
+    )
     bulk_rate = best_rate(lambda: drbg.generate(GENERATE_CHUNK_BYTES), seconds)
     small_rate = best_rate(lambda: drbg.generate(1), seconds)
 
@@ -65,7 +84,11 @@ def main() -> None:
         f"shuffle {DECK_SIZE} cards, new stream each time "
         f"(mix 2 client seeds + instantiate + permutation): {round_rate:,.0f} /s"
     )
-    print(f"shuffle {DECK_SIZE} cards, running DRBG (permutation only): {shuffle_rate:,.0f} /s")
+    print(f"shuffle {DECK_SIZE} cards, running stream (permutation only): {shuffle_rate:,.0f} /s")
+    print(
+        f"verify_round (commitment, {DECK_SIZE}-card deal, one {RESHUFFLE_SIZE}-card reshuffle, "
+        f"first dealer of {PLAYER_COUNT}): {verify_rate:,.0f} rounds/s"
+    )
     print(
         f"DRBG generate({GENERATE_CHUNK_BYTES}): {bulk_rate * GENERATE_CHUNK_BYTES / 1e6:,.1f} MB/s"
     )
