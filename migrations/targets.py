@@ -16,8 +16,10 @@ OWNED_SCHEMAS = ("game", "ledger", "rng")
 def target_metadata() -> list[MetaData]:
     """Metadata of all three services, with every model module imported."""
     from app.db.models import GameBase
+    from rng.models import RngBase
 
     metadata = [GameBase.metadata]
+    metadata.append(RngBase.metadata)
     return metadata
 
 
