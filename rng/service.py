@@ -1,0 +1,648 @@
+"""The RNG service: per-round seeds, commitments, client seeds, streams and reveals.
+
+The game service is the only caller, through five methods on one database session:
+
+* :meth:`RngService.commit_round` draws a fresh seed, stores it sealed with its commitment and
+  returns the commitment, which players can read before any card is dealt;
+* :meth:`RngService.add_client_seed` records a player's client seed, until the first draw;
+* :meth:`RngService.stream` hands out a labelled stream (``deal``, ``first_dealer``,
+  ``reshuffle/<k>``) and records that it was drawn, which closes client seeds;
+* :meth:`RngService.reveal` publishes the seed once the round is over;
+* :meth:`RngService.public_round` is what anyone may see: never the seed before the reveal.
+
+:meth:`RngService.fix_stream` registers a scripted result for tests; it refuses unless fixed
+decks are allowed (never in production). The service never commits: the caller owns the
+transaction, so a round's RNG records commit or roll back with the game's own writes. Methods
+that change a round lock its row first, so concurrent calls on one round run one at a time.
+
+Refusals raise :class:`RngServiceError` with a machine-readable ``code`` (see
+:class:`RngErrorCode`). A seal that does not open or does not match its commitment is not a
+refusal but a broken invariant: :class:`rng.sealing.SealingError` propagates. No message, log
+line or metric of this module ever contains a seed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+
+from rng import metrics
+from rng.algorithms import Algorithm, get_algorithm
+from rng.errors import RngError
+from rng.fixed import FixedChance
+from rng.models import (
+    ClientSeedRow,
+    DrawnStreamRow,
+    FixedStreamRow,
+    RevealRow,
+    RoundRow,
+    utcnow,
+)
+from rng.sealing import SealedSeed, SealingError
+from rng.shuffle import MAX_PERMUTATION_SIZE
+from rng.streams import ALGORITHM_VERSION, derive_stream, new_round_seed
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from rng.sealing import SeedSealer
+    from rng.streams import Chance
+
+__all__ = (
+    "MAX_CONTRIBUTOR_LENGTH",
+    "MAX_ROUND_NUMBER",
+    "DrawnStream",
+    "PublicRound",
+    "RngErrorCode",
+    "RngService",
+    "RngServiceError",
+    "RoundCommitment",
+    "associated_data",
+)
+
+MAX_CONTRIBUTOR_LENGTH: Final = 64
+"""The longest contributor name, in visible ASCII characters."""
+MAX_ROUND_NUMBER: Final = 2**31 - 1
+"""The largest round number (a PostgreSQL ``integer``)."""
+MAX_FIXED_DRAW: Final = 2**63 - 1
+"""The largest scripted ``randbelow`` result (a PostgreSQL ``bigint``)."""
+_COMMIT_ATTEMPTS: Final = 3
+"""A repeated 256-bit seed is practically impossible; a few draws make it impossible."""
+_ASSOCIATED_DATA_PREFIX: Final = b"raiz-rng/round/"
+
+logger = structlog.get_logger("raiz.rng")
+
+
+class RngErrorCode(StrEnum):
+    """Why the service refused a call; the value is the API error ``code``."""
+
+    ROUND_NOT_FOUND = "round_not_found"
+    """No round has this id."""
+    ROUND_EXISTS = "round_exists"
+    """The table already committed a round with this number."""
+    ROUND_REVEALED = "round_revealed"
+    """The seed is public: no more streams can be drawn."""
+    CLIENT_SEEDS_CLOSED = "client_seeds_closed"
+    """A stream was drawn or the round was revealed; client seeds can no longer change it."""
+    CLIENT_SEED_INVALID = "client_seed_invalid"
+    """The client seed breaks the version's rules (type, length)."""
+    CONTRIBUTOR_INVALID = "contributor_invalid"
+    """The contributor is not 1..64 visible ASCII characters."""
+    ALREADY_CONTRIBUTED = "already_contributed"
+    """This contributor already added a client seed to the round."""
+    TOO_MANY_CLIENT_SEEDS = "too_many_client_seeds"
+    """The round holds the version's maximum number of client seeds."""
+    LABEL_INVALID = "label_invalid"
+    """The stream label breaks the version's rules."""
+    INVALID_ARGUMENT = "invalid_argument"
+    """An id or round number has the wrong type or is out of range."""
+    FIXED_DECKS_DISABLED = "fixed_decks_disabled"
+    """Fixed streams are test-only and this service does not allow them."""
+    FIXED_STREAM_INVALID = "fixed_stream_invalid"
+    """The scripted result is not exactly one valid permutation or draw."""
+    FIXED_STREAM_EXISTS = "fixed_stream_exists"
+    """A fixed stream is already registered for this table, round number and label."""
+    STREAM_ALREADY_DRAWN = "stream_already_drawn"
+    """The stream was already drawn; fixing it now would change history."""
+
+
+class RngServiceError(RngError):
+    """A refused call: a ``code``, a human ``message`` and JSON-ready ``details``."""
+
+    def __init__(
+        self, code: RngErrorCode, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+
+    def __repr__(self) -> str:
+        return f"RngServiceError(code={self.code.value!r}, message={self.message!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCommitment:
+    """What :meth:`RngService.commit_round` returns: public from the start."""
+
+    id: uuid.UUID
+    """The round id to pass to every other method."""
+    commitment: str
+    """Lowercase hex commitment to the seed."""
+    version: str
+    """The algorithm version the round uses."""
+    committed_at: dt.datetime
+    """When the commitment was recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnStream:
+    """One labelled stream a round has drawn."""
+
+    label: str
+    """The stream label."""
+    fixed: bool
+    """True if a test-only fixed stream replaced the seeded one."""
+    drawn_at: dt.datetime
+    """When it was first drawn."""
+
+
+@dataclass(frozen=True, slots=True)
+class PublicRound:
+    """Everything about a round anyone may see; ``seed`` only once revealed."""
+
+    id: uuid.UUID
+    """The round id."""
+    table_ref: uuid.UUID
+    """The game table."""
+    round_number: int
+    """The round number at that table."""
+    version: str
+    """The algorithm version tag; verify with these rules."""
+    commitment: str
+    """Lowercase hex commitment, published before the deal."""
+    client_seeds: tuple[str, ...]
+    """The client seeds in mixing order, lowercase hex."""
+    contributors: tuple[str, ...]
+    """Who contributed each client seed, in the same order."""
+    seed: str | None
+    """The revealed seed, lowercase hex; None until the reveal."""
+    committed_at: dt.datetime
+    """When the commitment was recorded."""
+    revealed_at: dt.datetime | None
+    """When the seed was revealed, or None."""
+    streams: tuple[DrawnStream, ...]
+    """The streams drawn so far, in the order they were first drawn."""
+
+
+def associated_data(round_id: uuid.UUID) -> bytes:
+    """The seal's associated data: ``b"raiz-rng/round/" || round_id.bytes`` (16 bytes)."""
+    return _ASSOCIATED_DATA_PREFIX + round_id.bytes
+
+
+def _check_uuid(name: str, value: object) -> uuid.UUID:
+    if not isinstance(value, uuid.UUID):
+        raise RngServiceError(
+            RngErrorCode.INVALID_ARGUMENT,
+            f"{name} must be a UUID, not {type(value).__name__}",
+            {"field": name},
+        )
+    return value
+
+
+def _check_round_number(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ROUND_NUMBER:
+        raise RngServiceError(
+            RngErrorCode.INVALID_ARGUMENT,
+            f"round_number must be an int in 0..{MAX_ROUND_NUMBER}",
+            {"field": "round_number"},
+        )
+    return value
+
+
+def _check_contributor(value: object) -> str:
+    if (
+        not isinstance(value, str)
+        or not 1 <= len(value) <= MAX_CONTRIBUTOR_LENGTH
+        or not all("!" <= character <= "~" for character in value)
+    ):
+        raise RngServiceError(
+            RngErrorCode.CONTRIBUTOR_INVALID,
+            f"contributor must be 1..{MAX_CONTRIBUTOR_LENGTH} visible ASCII characters",
+            {"max_length": MAX_CONTRIBUTOR_LENGTH},
+        )
+    return value
+
+
+def _check_label(algorithm: Algorithm, label: object) -> str:
+    try:
+        algorithm.check_label(label)  # type: ignore[arg-type]
+    except RngError as error:
+        raise RngServiceError(RngErrorCode.LABEL_INVALID, str(error)) from None
+    assert isinstance(label, str)
+    return label
+
+
+def _fixed_chance(row: FixedStreamRow) -> FixedChance:
+    if row.permutation is not None:
+        return FixedChance(permutations=[list(row.permutation)])
+    assert row.draw is not None
+    return FixedChance(draws=[row.draw])
+
+
+def _mixing_order(rows: Sequence[ClientSeedRow]) -> list[ClientSeedRow]:
+    # Contributors are ASCII, so sorting the strings sorts their bytes; no database collation
+    # is involved.
+    return sorted(rows, key=lambda row: row.contributor)
+
+
+class RngService:
+    """The RNG operations of one database session; methods never commit."""
+
+    __slots__ = ("_allow_fixed", "_sealer", "_session")
+
+    def __init__(self, session: AsyncSession, sealer: SeedSealer, *, allow_fixed: bool) -> None:
+        self._session = session
+        self._sealer = sealer
+        self._allow_fixed = bool(allow_fixed)
+
+    def __repr__(self) -> str:
+        return f"RngService(allow_fixed={self._allow_fixed})"
+
+    # --- the round lifecycle --------------------------------------------------------------
+
+    async def commit_round(self, table_ref: uuid.UUID, round_number: int) -> RoundCommitment:
+        """Draw and seal a fresh seed for a round; return its public commitment.
+
+        Refuses with ``round_exists`` if the table already has this round number.
+        """
+        table_ref = _check_uuid("table_ref", table_ref)
+        round_number = _check_round_number(round_number)
+        await self._refuse_existing_round(table_ref, round_number)
+        algorithm = get_algorithm(ALGORITHM_VERSION)
+        for _ in range(_COMMIT_ATTEMPTS):
+            round_id = uuid.uuid4()
+            seed = new_round_seed(algorithm.version)
+            sealed = self._sealer.seal(seed, associated_data(round_id))
+            commitment = algorithm.commitment(seed)
+            committed_at = utcnow()
+            # DO NOTHING instead of an error keeps the caller's transaction usable: a conflict
+            # is either a concurrent commit of the same round or a repeated seed (whose
+            # commitment, UNIQUE, would repeat too).
+            inserted = await self._session.scalar(
+                insert(RoundRow)
+                .values(
+                    id=round_id,
+                    table_ref=table_ref,
+                    round_number=round_number,
+                    version=algorithm.version,
+                    commitment=commitment,
+                    seal_key_id=sealed.key_id,
+                    seal_nonce=sealed.nonce,
+                    sealed_seed=sealed.ciphertext,
+                    committed_at=committed_at,
+                )
+                .on_conflict_do_nothing()
+                .returning(RoundRow.id)
+            )
+            if inserted is not None:
+                break
+            await self._refuse_existing_round(table_ref, round_number)
+        else:  # pragma: no cover - needs three colliding 256-bit seeds in a row
+            msg = "could not draw a seed whose commitment is unique"
+            raise RuntimeError(msg)
+        metrics.ROUNDS_COMMITTED.labels(algorithm.version).inc()
+        logger.info(
+            "rng_round_committed",
+            round_id=str(round_id),
+            table_ref=str(table_ref),
+            round_number=round_number,
+            version=algorithm.version,
+            commitment=commitment,
+            seal_key_id=sealed.key_id,
+        )
+        return RoundCommitment(
+            id=round_id,
+            commitment=commitment,
+            version=algorithm.version,
+            committed_at=committed_at,
+        )
+
+    async def add_client_seed(
+        self, round_id: uuid.UUID, contributor: str, client_seed: bytes
+    ) -> None:
+        """Record ``contributor``'s client seed for the round, before its first draw.
+
+        Client seeds are mixed in ascending order of contributor (ASCII), whatever their
+        arrival order. Refusals: ``client_seed_invalid``, ``contributor_invalid``,
+        ``round_not_found``, ``client_seeds_closed`` (a stream was drawn, or the round was
+        revealed), ``already_contributed``, ``too_many_client_seeds``.
+        """
+        round_id = _check_uuid("round_id", round_id)
+        contributor = _check_contributor(contributor)
+        round_row = await self._lock_round(round_id)
+        algorithm = get_algorithm(round_row.version)
+        try:
+            algorithm.check_client_seed(client_seed)
+        except RngError as error:
+            raise RngServiceError(RngErrorCode.CLIENT_SEED_INVALID, str(error)) from None
+        if await self._reveal_of(round_id) is not None:
+            raise RngServiceError(
+                RngErrorCode.CLIENT_SEEDS_CLOSED,
+                "the round was revealed; client seeds are closed",
+                {"reason": "revealed"},
+            )
+        first_draw = await self._session.scalar(
+            select(DrawnStreamRow.label).where(DrawnStreamRow.round_id == round_id).limit(1)
+        )
+        if first_draw is not None:
+            raise RngServiceError(
+                RngErrorCode.CLIENT_SEEDS_CLOSED,
+                "a stream of the round was drawn; client seeds are closed",
+                {"reason": "drawn"},
+            )
+        contributors = set(
+            (
+                await self._session.scalars(
+                    select(ClientSeedRow.contributor).where(ClientSeedRow.round_id == round_id)
+                )
+            ).all()
+        )
+        if contributor in contributors:
+            raise RngServiceError(
+                RngErrorCode.ALREADY_CONTRIBUTED,
+                "this contributor already added a client seed to the round",
+                {"contributor": contributor},
+            )
+        if len(contributors) >= algorithm.max_client_seeds:
+            raise RngServiceError(
+                RngErrorCode.TOO_MANY_CLIENT_SEEDS,
+                f"a round mixes at most {algorithm.max_client_seeds} client seeds",
+                {"max_client_seeds": algorithm.max_client_seeds},
+            )
+        self._session.add(
+            ClientSeedRow(
+                round_id=round_id,
+                contributor=contributor,
+                position=len(contributors),
+                client_seed=client_seed,
+                added_at=utcnow(),
+            )
+        )
+        await self._session.flush()
+        metrics.CLIENT_SEEDS_ADDED.labels(algorithm.version).inc()
+        logger.info(
+            "rng_client_seed_added",
+            round_id=str(round_id),
+            contributor=contributor,
+            client_seed_count=len(contributors) + 1,
+        )
+
+    async def stream(self, round_id: uuid.UUID, label: str) -> Chance:
+        """The labelled stream of the round; records the draw and closes client seeds.
+
+        Drawing a label again returns the same stream from its start (it is deterministic), so
+        a game recovering from a crash can re-derive it. If a fixed stream is registered for the
+        round's table, number and label and fixed decks are allowed, a
+        :class:`rng.fixed.FixedChance` is returned instead and the draw is recorded as fixed.
+        Refusals: ``round_not_found``, ``label_invalid``, ``round_revealed``,
+        ``fixed_decks_disabled`` (the label was drawn fixed and fixed decks are now off).
+        """
+        round_id = _check_uuid("round_id", round_id)
+        round_row = await self._lock_round(round_id)
+        algorithm = get_algorithm(round_row.version)
+        label = _check_label(algorithm, label)
+        if await self._reveal_of(round_id) is not None:
+            raise RngServiceError(
+                RngErrorCode.ROUND_REVEALED,
+                "the round's seed is revealed; its streams are no longer secret",
+            )
+        drawn = await self._session.get(DrawnStreamRow, (round_id, label))
+        fixed_row = await self._fixed_stream(round_row.table_ref, round_row.round_number, label)
+        if drawn is not None:
+            use_fixed = drawn.fixed
+        else:
+            use_fixed = fixed_row is not None and self._allow_fixed
+            if fixed_row is not None and not self._allow_fixed:
+                logger.warning("rng_fixed_stream_ignored", round_id=str(round_id), label=label)
+        chance: Chance
+        if use_fixed:
+            if not self._allow_fixed:
+                raise RngServiceError(
+                    RngErrorCode.FIXED_DECKS_DISABLED,
+                    "this stream was drawn fixed and fixed decks are disabled",
+                    {"label": label},
+                )
+            assert fixed_row is not None, "a fixed draw without its registration"
+            chance = _fixed_chance(fixed_row)
+        else:
+            seed = self._open(round_row)
+            client_seeds = [row.client_seed for row in await self._client_seed_rows(round_id)]
+            chance = derive_stream(seed, label, client_seeds, round_row.version)
+        if drawn is None:
+            self._session.add(
+                DrawnStreamRow(round_id=round_id, label=label, fixed=use_fixed, drawn_at=utcnow())
+            )
+            await self._session.flush()
+            kind = metrics.label_kind(label)
+            metrics.STREAMS_DRAWN.labels(kind).inc()
+            if use_fixed:
+                metrics.FIXED_STREAMS_USED.labels(kind).inc()
+            logger.info("rng_stream_drawn", round_id=str(round_id), label=label, fixed=use_fixed)
+        return chance
+
+    async def reveal(self, round_id: uuid.UUID) -> bytes:
+        """Publish the round's seed and return it; calling again returns the same seed.
+
+        After the reveal no stream can be drawn and no client seed added. Refusal:
+        ``round_not_found``.
+        """
+        round_id = _check_uuid("round_id", round_id)
+        round_row = await self._lock_round(round_id)
+        existing = await self._reveal_of(round_id)
+        if existing is not None:
+            return existing.seed
+        seed = self._open(round_row)
+        self._session.add(RevealRow(round_id=round_id, seed=seed, revealed_at=utcnow()))
+        await self._session.flush()
+        metrics.REVEALS.labels(round_row.version).inc()
+        logger.info("rng_round_revealed", round_id=str(round_id), version=round_row.version)
+        return seed
+
+    async def public_round(self, round_id: uuid.UUID) -> PublicRound:
+        """The round as anyone may see it: the seed only after the reveal."""
+        round_id = _check_uuid("round_id", round_id)
+        round_row = await self._session.get(RoundRow, round_id)
+        if round_row is None:
+            raise _round_not_found(round_id)
+        client_seeds = await self._client_seed_rows(round_id)
+        reveal = await self._reveal_of(round_id)
+        streams = (
+            await self._session.scalars(
+                select(DrawnStreamRow)
+                .where(DrawnStreamRow.round_id == round_id)
+                .order_by(DrawnStreamRow.drawn_at, DrawnStreamRow.label)
+            )
+        ).all()
+        return PublicRound(
+            id=round_row.id,
+            table_ref=round_row.table_ref,
+            round_number=round_row.round_number,
+            version=round_row.version,
+            commitment=round_row.commitment,
+            client_seeds=tuple(row.client_seed.hex() for row in client_seeds),
+            contributors=tuple(row.contributor for row in client_seeds),
+            seed=None if reveal is None else reveal.seed.hex(),
+            committed_at=round_row.committed_at,
+            revealed_at=None if reveal is None else reveal.revealed_at,
+            streams=tuple(
+                DrawnStream(label=row.label, fixed=row.fixed, drawn_at=row.drawn_at)
+                for row in streams
+            ),
+        )
+
+    # --- test-only fixed streams ------------------------------------------------------------
+
+    async def fix_stream(
+        self,
+        table_ref: uuid.UUID,
+        round_number: int,
+        label: str,
+        *,
+        permutation: list[int] | None = None,
+        draw: int | None = None,
+    ) -> None:
+        """Test-only: script the result of one stream of a (future) round.
+
+        Give exactly one of ``permutation`` (answers one ``permutation(n)``) or ``draw``
+        (answers one ``randbelow(n)``). Refusals: ``fixed_decks_disabled`` unless the service
+        allows fixed decks, ``fixed_stream_invalid``, ``label_invalid``, ``invalid_argument``,
+        ``fixed_stream_exists``, ``stream_already_drawn``.
+        """
+        if not self._allow_fixed:
+            raise RngServiceError(
+                RngErrorCode.FIXED_DECKS_DISABLED,
+                "fixed decks are test-only and disabled here (RAIZ_ALLOW_FIXED_DECKS is off)",
+            )
+        table_ref = _check_uuid("table_ref", table_ref)
+        round_number = _check_round_number(round_number)
+        label = _check_label(get_algorithm(ALGORITHM_VERSION), label)
+        scripted = _check_script(permutation, draw)
+        existing_fix = await self._fixed_stream(table_ref, round_number, label)
+        if existing_fix is not None:
+            raise RngServiceError(
+                RngErrorCode.FIXED_STREAM_EXISTS,
+                "a fixed stream is already registered for this round and label",
+                {"label": label},
+            )
+        round_id = await self._round_id_of(table_ref, round_number)
+        if (
+            round_id is not None
+            and await self._session.get(DrawnStreamRow, (round_id, label)) is not None
+        ):
+            raise RngServiceError(
+                RngErrorCode.STREAM_ALREADY_DRAWN,
+                "this stream of the round was already drawn",
+                {"label": label},
+            )
+        self._session.add(
+            FixedStreamRow(
+                table_ref=table_ref,
+                round_number=round_number,
+                label=label,
+                permutation=scripted if isinstance(scripted, list) else None,
+                draw=scripted if isinstance(scripted, int) else None,
+                created_at=utcnow(),
+            )
+        )
+        await self._session.flush()
+        logger.warning(
+            "rng_fixed_stream_registered",
+            table_ref=str(table_ref),
+            round_number=round_number,
+            label=label,
+        )
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _open(self, round_row: RoundRow) -> bytes:
+        """The plain seed of a round, checked against its commitment."""
+        sealed = SealedSeed(
+            key_id=round_row.seal_key_id,
+            nonce=round_row.seal_nonce,
+            ciphertext=round_row.sealed_seed,
+        )
+        seed = self._sealer.open(sealed, associated_data(round_row.id))
+        algorithm = get_algorithm(round_row.version)
+        if not secrets.compare_digest(algorithm.commitment(seed), round_row.commitment):
+            msg = f"the sealed seed of round {round_row.id} does not match its commitment"
+            raise SealingError(msg)
+        return seed
+
+    async def _lock_round(self, round_id: uuid.UUID) -> RoundRow:
+        round_row = await self._session.scalar(
+            select(RoundRow).where(RoundRow.id == round_id).with_for_update()
+        )
+        if round_row is None:
+            raise _round_not_found(round_id)
+        return round_row
+
+    async def _round_id_of(self, table_ref: uuid.UUID, round_number: int) -> uuid.UUID | None:
+        return await self._session.scalar(
+            select(RoundRow.id).where(
+                RoundRow.table_ref == table_ref, RoundRow.round_number == round_number
+            )
+        )
+
+    async def _refuse_existing_round(self, table_ref: uuid.UUID, round_number: int) -> None:
+        existing = await self._round_id_of(table_ref, round_number)
+        if existing is not None:
+            raise RngServiceError(
+                RngErrorCode.ROUND_EXISTS,
+                "this table already committed a round with this number",
+                {"round_id": str(existing), "round_number": round_number},
+            )
+
+    async def _reveal_of(self, round_id: uuid.UUID) -> RevealRow | None:
+        return await self._session.get(RevealRow, round_id)
+
+    async def _client_seed_rows(self, round_id: uuid.UUID) -> list[ClientSeedRow]:
+        rows = (
+            await self._session.scalars(
+                select(ClientSeedRow).where(ClientSeedRow.round_id == round_id)
+            )
+        ).all()
+        return _mixing_order(rows)
+
+    async def _fixed_stream(
+        self, table_ref: uuid.UUID, round_number: int, label: str
+    ) -> FixedStreamRow | None:
+        return await self._session.scalar(
+            select(FixedStreamRow).where(
+                FixedStreamRow.table_ref == table_ref,
+                FixedStreamRow.round_number == round_number,
+                FixedStreamRow.label == label,
+            )
+        )
+
+
+def _round_not_found(round_id: uuid.UUID) -> RngServiceError:
+    return RngServiceError(
+        RngErrorCode.ROUND_NOT_FOUND, "no round has this id", {"round_id": str(round_id)}
+    )
+
+
+def _check_script(permutation: object, draw: object) -> list[int] | int:
+    if (permutation is None) == (draw is None):
+        raise RngServiceError(
+            RngErrorCode.FIXED_STREAM_INVALID, "give exactly one of permutation or draw"
+        )
+    if draw is not None:
+        if isinstance(draw, bool) or not isinstance(draw, int) or not 0 <= draw <= MAX_FIXED_DRAW:
+            raise RngServiceError(
+                RngErrorCode.FIXED_STREAM_INVALID,
+                f"draw must be an int in 0..{MAX_FIXED_DRAW}",
+            )
+        return draw
+    if (
+        not isinstance(permutation, list)
+        or not 1 <= len(permutation) <= MAX_PERMUTATION_SIZE
+        or any(isinstance(item, bool) or not isinstance(item, int) for item in permutation)
+        or sorted(permutation) != list(range(len(permutation)))
+    ):
+        raise RngServiceError(
+            RngErrorCode.FIXED_STREAM_INVALID,
+            f"permutation must be a list holding each of 0..n-1 once, 1 <= n <= "
+            f"{MAX_PERMUTATION_SIZE}",
+        )
+    return list(permutation)
