@@ -51,6 +51,8 @@ class Algorithm:
     """A uniform integer in ``[0, n)`` from a byte source."""
     permutation: Callable[[ByteSource, int], list[int]]
     """A uniform permutation of ``range(n)`` from a byte source."""
+    formulas: Mapping[str, str]
+    """A one-line statement of each formula, for people (``docs/rng.md`` is the reference)."""
 
 
 class UnknownVersionError(RngError):
@@ -71,6 +73,7 @@ ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
             stream_source=version_1.stream_bytes,
             randbelow=shuffle.randbelow,
             permutation=shuffle.permutation,
+            formulas=version_1.FORMULAS,
         ),
     }
 )

@@ -25,7 +25,8 @@ Notation: ``||`` is byte concatenation, ``T = b"raiz-rng/1"`` (ASCII), ``u8(x)``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final
 
 from cryptography.hazmat.primitives import hashes, hmac
@@ -35,6 +36,7 @@ from rng.errors import RngError
 from rng.shuffle import BlockStream
 
 __all__ = (
+    "FORMULAS",
     "MAX_CLIENT_SEEDS",
     "MAX_CLIENT_SEED_LENGTH_BYTES",
     "MAX_LABEL_LENGTH",
@@ -73,6 +75,37 @@ STREAM_BLOCK_BYTES: Final = 256
 
 A 104-card shuffle reads about 146 bytes, so one request almost always covers a whole deck.
 """
+
+FORMULAS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "notation": '|| is concatenation, u8(x) one unsigned byte, T = "raiz-rng/1" (ASCII)',
+        "commitment": 'hex(SHA-256(T || 0x00 || "commit" || 0x00 || seed)), seed 32 bytes',
+        "client_seed_mixing": (
+            'mixed = HMAC-SHA-256(key = seed, T || 0x00 || "mix" || 0x00 || u8(m) || '
+            "u8(len(c_1)) || c_1 || ... || u8(len(c_m)) || c_m), 0 <= m <= 16 client seeds "
+            "of 1..64 bytes each, in the published order"
+        ),
+        "stream": (
+            "drbg = HMAC_DRBG-SHA-256 (SP 800-90A) with entropy = mixed, "
+            'nonce = SHA-256(T || 0x00 || "nonce" || 0x00 || L)[0:16], '
+            'personalization = T || 0x00 || "stream" || 0x00 || L for the ASCII label L; '
+            "stream = drbg.Generate(256) || drbg.Generate(256) || ..., read front to back"
+        ),
+        "randbelow": (
+            "k = bit_length(n - 1), w = ceil(k / 8); repeat x = big-endian(next w bytes) "
+            "AND (2^k - 1) until x < n; n = 1 reads nothing and gives 0"
+        ),
+        "permutation": (
+            "items = [0, ..., n - 1]; for i = n - 1 down to 1: j = randbelow(i + 1), "
+            "swap items[i] and items[j]"
+        ),
+        "labels": (
+            '"deal": one permutation(deck size); "first_dealer": one randbelow(players); '
+            '"reshuffle/k": one permutation(size) for the k-th reshuffle'
+        ),
+    }
+)
+"""Each formula in one line, for the public algorithm listing; ``docs/rng.md`` is normative."""
 
 _TAG: Final = VERSION.encode("ascii") + b"\x00"
 _COMMIT_PREFIX: Final = _TAG + b"commit\x00"

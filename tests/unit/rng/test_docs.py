@@ -176,3 +176,16 @@ def test_standalone_stream_is_plain_hmac_drbg_read_in_blocks(size: int) -> None:
     theirs = standalone["Stream"](standalone["HmacDrbg"](entropy, nonce, b"p"))
     assert permutation(ours, size) == standalone["permutation"](theirs, size)
     assert ours.generate(700) == theirs.read(700)
+
+
+def test_the_one_line_formulas_state_the_real_constants() -> None:
+    formulas = version_1.FORMULAS
+    assert f"Generate({version_1.STREAM_BLOCK_BYTES})" in formulas["stream"]
+    assert f"0 <= m <= {version_1.MAX_CLIENT_SEEDS}" in formulas["client_seed_mixing"]
+    assert (
+        f"{version_1.MIN_CLIENT_SEED_LENGTH_BYTES}..{version_1.MAX_CLIENT_SEED_LENGTH_BYTES} bytes"
+        in formulas["client_seed_mixing"]
+    )
+    assert f"[0:{version_1.NONCE_LENGTH_BYTES}]" in formulas["stream"]
+    for prefix in ("commit", "mix", "nonce", "stream"):
+        assert f'"{prefix}"' in " ".join(formulas.values())
