@@ -25,7 +25,14 @@ from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+from app.rng_api import (
+    RngController,
+    RngServices,
+    provide_rng_service,
+    rng_service_error_handler,
+)
 from app.timers import DeadlineRunner, build_scheduler
+from rng.service import RngServiceError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -56,6 +63,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     url = resolve_database_url_sync(settings)
     db = database or Database.connect(url, settings)
     capacity = settings.db_pool_size + settings.db_max_overflow
+    rng_services = RngServices.from_settings(settings)
 
     runner = DeadlineRunner(db, {})
 
@@ -97,8 +105,17 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         )
     )
     app = Litestar(
-        route_handlers=[HealthController, MetricsController, AuthController, AdminUsersController],
-        dependencies={"settings": Provide(lambda: settings, sync_to_thread=False)},
+        route_handlers=[
+            HealthController,
+            MetricsController,
+            AuthController,
+            AdminUsersController,
+            RngController,
+        ],
+        dependencies={
+            "settings": Provide(lambda: settings, sync_to_thread=False),
+            "rng_service": Provide(provide_rng_service, sync_to_thread=False),
+        },
         plugins=[sqlalchemy],
         middleware=[
             RequestContextMiddleware,
@@ -109,7 +126,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 exclude_from_auth_key=PUBLIC_OPT_KEY,
             ),
         ],
-        exception_handlers=exception_handlers(),
+        exception_handlers={
+            **exception_handlers(),
+            RngServiceError: rng_service_error_handler,
+        },
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(
             title="Raiz",
@@ -130,5 +150,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.database = db
     app.state.deadline_runner = runner
+    app.state.rng_services = rng_services
     document_error_responses(app)
     return app
