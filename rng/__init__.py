@@ -6,6 +6,9 @@ labelled streams (:mod:`rng.streams`, formulas in :mod:`rng.version_1`), the ver
 (:mod:`rng.algorithms`), sealing seeds at rest (:mod:`rng.sealing`), public verification
 (:mod:`rng.verification`, command line ``python -m rng.verify``) and scripted chance for tests
 (:mod:`rng.fixed`). ``docs/rng.md`` specifies every algorithm bit for bit.
+
+The database-backed service (:mod:`rng.service`, tables in :mod:`rng.models`, metrics in
+:mod:`rng.metrics`) is not imported here, so verifying a round needs only ``cryptography``.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from rng.drbg import DrbgError, HmacDrbg
 from rng.errors import RngError
 from rng.fixed import FixedChance
 from rng.sealing import SealedSeed, SealingError, SeedSealer, parse_keyring
-from rng.shuffle import ByteSource, permutation, randbelow
+from rng.shuffle import BlockStream, ByteSource, permutation, randbelow
 from rng.streams import (
     ALGORITHM_VERSION,
     Chance,
@@ -38,6 +41,7 @@ __all__ = (
     "ALGORITHMS",
     "ALGORITHM_VERSION",
     "Algorithm",
+    "BlockStream",
     "ByteSource",
     "Chance",
     "DrbgError",
