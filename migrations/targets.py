@@ -16,8 +16,10 @@ OWNED_SCHEMAS = ("game", "ledger", "rng")
 def target_metadata() -> list[MetaData]:
     """Metadata of all three services, with every model module imported."""
     from app.db.models import GameBase
+    from ledger import models as _ledger_models  # noqa: F401 - registers the tables
+    from ledger.base import LedgerBase
 
-    metadata = [GameBase.metadata]
+    metadata = [GameBase.metadata, LedgerBase.metadata]
     return metadata
 
 
