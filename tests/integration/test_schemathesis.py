@@ -56,5 +56,5 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(settin
             "examples,coverage,fuzzing",
             *[arg for op in EXCLUDED_OPERATIONS for arg in ("--exclude-operation-id", op)],
         ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
