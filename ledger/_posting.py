@@ -33,9 +33,18 @@ from ledger.models import ACCOUNTS, ENTRIES, TRANSFERS
 from ledger.records import EntryLeg, TransferRequest, TransferResult, validate_batch
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Result
     from sqlalchemy.ext.asyncio import AsyncSession
+    from sqlalchemy.sql.base import Executable
 
-__all__ = ("RACE_CONSTRAINTS", "LockedAccount", "LostRace", "Posting", "load_results")
+__all__ = (
+    "RACE_CONSTRAINTS",
+    "LockedAccount",
+    "LostRace",
+    "Posting",
+    "claim",
+    "load_results",
+)
 
 RACE_CONSTRAINTS = frozenset({"pk_transfers", "uq_transfers_reverses_id", "pk_settlements"})
 """Unique indexes a concurrent writer can beat us to; losing means "run again"."""
@@ -68,6 +77,20 @@ class _Target:
     credit_account_id: uuid.UUID
     amount_cents: int
     reversed: bool
+
+
+async def claim(session: AsyncSession, statement: Executable) -> Result[Any]:
+    """Execute an INSERT of rows with unique keys a concurrent writer may own already.
+
+    :class:`LostRace` when it does (it committed first); the caller's savepoint is rolled
+    back and the operation runs again, seeing the winner's rows.
+    """
+    try:
+        return await session.execute(statement)
+    except IntegrityError as error:
+        if constraint_of(error) in RACE_CONSTRAINTS:
+            raise LostRace from error
+        raise
 
 
 def constraint_of(error: IntegrityError) -> str | None:
@@ -208,34 +231,30 @@ class Posting:
     ) -> list[TransferResult]:
         batch_id = uuid.uuid4()
         currency = {request.id: locked[request.debit_account_id].currency for request in requests}
-        try:
-            inserted = await self._session.execute(
-                insert(TRANSFERS)
-                .values(
-                    [
-                        {
-                            "id": request.id,
-                            "batch_id": batch_id,
-                            "batch_position": position,
-                            "debit_account_id": request.debit_account_id,
-                            "credit_account_id": request.credit_account_id,
-                            "amount_cents": request.amount_cents,
-                            "currency": currency[request.id],
-                            "kind": str(request.kind),
-                            "reverses_id": request.reverses_id,
-                            "reference": dict(request.reference),
-                            "metadata": dict(request.metadata),
-                            "request_sha256": request.sha256(),
-                        }
-                        for position, request in enumerate(requests)
-                    ]
-                )
-                .returning(TRANSFERS.c.created_at)
+        inserted = await claim(
+            self._session,
+            insert(TRANSFERS)
+            .values(
+                [
+                    {
+                        "id": request.id,
+                        "batch_id": batch_id,
+                        "batch_position": position,
+                        "debit_account_id": request.debit_account_id,
+                        "credit_account_id": request.credit_account_id,
+                        "amount_cents": request.amount_cents,
+                        "currency": currency[request.id],
+                        "kind": str(request.kind),
+                        "reverses_id": request.reverses_id,
+                        "reference": dict(request.reference),
+                        "metadata": dict(request.metadata),
+                        "request_sha256": request.sha256(),
+                    }
+                    for position, request in enumerate(requests)
+                ]
             )
-        except IntegrityError as error:
-            if constraint_of(error) in RACE_CONSTRAINTS:
-                raise LostRace from error
-            raise
+            .returning(TRANSFERS.c.created_at),
+        )
         created_at = inserted.scalars().first()
         assert created_at is not None
         await self._session.execute(

@@ -22,7 +22,7 @@ from sqlalchemy import func, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ledger import metrics
-from ledger._posting import LostRace, Posting
+from ledger._posting import LostRace, Posting, claim
 from ledger.constants import DEFAULT_CURRENCY, MAY_GO_NEGATIVE, AccountType, TransferKind
 from ledger.errors import ErrorCode, LedgerError
 from ledger.models import ACCOUNTS, SETTLEMENTS
@@ -370,7 +370,8 @@ class Ledger(LedgerReads):
                     )
                 )
         created_at = (
-            await self._session.execute(
+            await claim(
+                self._session,
                 pg_insert(SETTLEMENTS)
                 .values(
                     id=settlement_id,
@@ -384,7 +385,7 @@ class Ledger(LedgerReads):
                     reference=reference,
                     request_sha256=digest,
                 )
-                .returning(SETTLEMENTS.c.created_at)
+                .returning(SETTLEMENTS.c.created_at),
             )
         ).scalar_one()
         transfers = await self._posting.post(requests, locked) if requests else []
