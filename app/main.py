@@ -25,6 +25,12 @@ from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+from app.wallet import (
+    AdminAccountsController,
+    AdminWalletsController,
+    PaymentWebhookController,
+    WalletController,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -81,7 +87,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         )
     )
     app = Litestar(
-        route_handlers=[HealthController, MetricsController, AuthController, AdminUsersController],
+        route_handlers=[
+            HealthController,
+            MetricsController,
+            AuthController,
+            AdminUsersController,
+            WalletController,
+            AdminWalletsController,
+            AdminAccountsController,
+            PaymentWebhookController,
+        ],
         dependencies={"settings": Provide(lambda: settings, sync_to_thread=False)},
         plugins=[sqlalchemy],
         middleware=[
