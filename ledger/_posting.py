@@ -9,12 +9,15 @@ The order is fixed (pgledger / TigerBeetle style):
    results are returned, nothing is written); any other overlap is a conflict;
 4. the rules of the locked accounts, applied transfer by transfer on a copy of the
    balances (currency, closed, kind route, reversal, funds);
-5. the writes, which cannot fail a business rule any more: transfers, entries with the
-   balance before/after and the version, then the account rows.
+5. the write, which cannot fail a business rule any more: one statement inserts the
+   transfers, their entries (balance before/after, account version) and moves the
+   account rows, all or nothing.
 
-A concurrent batch that claimed one of our ids (or reversed our target) first makes
-step 5 fail on a unique index: :class:`LostRace` tells the caller to roll the savepoint
-back and run again, which then ends as a replay or a named refusal.
+Steps 3 and 5 are separate statements on purpose: after waiting for a lock in step 2,
+only a new statement sees what the other transaction committed.  A concurrent writer of
+one of our ids (or of a reversal of our target) that commits before our write makes the
+write skip everything (``ON CONFLICT DO NOTHING``): :class:`LostRace` tells the caller
+to run the operation again, which then ends as a replay or a named refusal.
 """
 
 from __future__ import annotations
@@ -24,13 +27,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import select, text
 from sqlalchemy.exc import IntegrityError
 
 from ledger.constants import KIND_ROUTES, MAX_BALANCE_CENTS, AccountType, TransferKind
 from ledger.errors import ErrorCode, LedgerError
 from ledger.models import ACCOUNTS, ENTRIES, TRANSFERS
-from ledger.records import EntryLeg, TransferRequest, TransferResult, validate_batch
+from ledger.records import (
+    EntryLeg,
+    TransferRequest,
+    TransferResult,
+    canonical_json,
+    validate_batch,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Result
@@ -46,8 +55,58 @@ __all__ = (
     "load_results",
 )
 
-RACE_CONSTRAINTS = frozenset({"pk_transfers", "uq_transfers_reverses_id", "pk_settlements"})
+RACE_CONSTRAINTS = frozenset({"pk_settlements"})
 """Unique indexes a concurrent writer can beat us to; losing means "run again"."""
+
+
+WRITE_BATCH = text(
+    """
+    WITH new_transfers AS (
+        INSERT INTO ledger.transfers (
+            id, batch_id, batch_position, debit_account_id, credit_account_id, amount_cents,
+            currency, kind, reverses_id, reference, metadata, request_sha256)
+        SELECT t.id, CAST(:batch_id AS uuid), t.position, t.debit, t.credit, t.amount,
+               t.currency, t.kind, t.reverses, CAST(t.reference AS jsonb),
+               CAST(t.metadata AS jsonb), t.hash
+        FROM unnest(CAST(:ids AS text[]), CAST(:positions AS int[]), CAST(:debits AS uuid[]),
+                    CAST(:credits AS uuid[]), CAST(:amounts AS bigint[]),
+                    CAST(:currencies AS text[]), CAST(:kinds AS text[]),
+                    CAST(:reverses AS text[]), CAST(:references AS text[]),
+                    CAST(:metadatas AS text[]), CAST(:hashes AS bytea[]))
+             AS t(id, position, debit, credit, amount, currency, kind, reverses, reference,
+                  metadata, hash)
+        ON CONFLICT DO NOTHING
+        RETURNING created_at
+    ), outcome AS (
+        SELECT COUNT(*) = :count AS complete, MIN(created_at) AS created_at FROM new_transfers
+    ), new_entries AS (
+        INSERT INTO ledger.entries (
+            transfer_id, account_id, amount_cents, balance_before_cents, balance_after_cents,
+            account_version)
+        SELECT e.transfer_id, e.account_id, e.amount, e.before, e.after, e.version
+        FROM unnest(CAST(:entry_transfers AS text[]), CAST(:entry_accounts AS uuid[]),
+                    CAST(:entry_amounts AS bigint[]), CAST(:entry_befores AS bigint[]),
+                    CAST(:entry_afters AS bigint[]), CAST(:entry_versions AS bigint[]))
+             AS e(transfer_id, account_id, amount, before, after, version)
+        WHERE (SELECT complete FROM outcome)
+    ), moved AS (
+        UPDATE ledger.accounts AS account
+        SET balance_cents = v.balance, version = v.version
+        FROM unnest(CAST(:account_ids AS uuid[]), CAST(:balances AS bigint[]),
+                    CAST(:versions AS bigint[])) AS v(id, balance, version)
+        WHERE account.id = v.id AND (SELECT complete FROM outcome)
+        RETURNING account.id
+    )
+    SELECT outcome.complete, outcome.created_at, (SELECT COUNT(*) FROM moved) AS accounts_moved
+    FROM outcome
+    """
+)
+"""The whole write of a batch in one statement (one round trip).
+
+``ON CONFLICT DO NOTHING`` waits for a concurrent writer of the same transfer id (or
+reversal target) and skips the row if that writer commits: entries and balances are then
+not written either, and ``complete`` is false.
+"""
 
 
 class LostRace(Exception):
@@ -79,14 +138,16 @@ class _Target:
     reversed: bool
 
 
-async def claim(session: AsyncSession, statement: Executable) -> Result[Any]:
+async def claim(
+    session: AsyncSession, statement: Executable, parameters: list[dict[str, Any]] | None = None
+) -> Result[Any]:
     """Execute an INSERT of rows with unique keys a concurrent writer may own already.
 
     :class:`LostRace` when it does (it committed first); the caller's savepoint is rolled
     back and the operation runs again, seeing the winner's rows.
     """
     try:
-        return await session.execute(statement)
+        return await session.execute(statement, parameters)
     except IntegrityError as error:
         if constraint_of(error) in RACE_CONSTRAINTS:
             raise LostRace from error
@@ -231,62 +292,42 @@ class Posting:
     ) -> list[TransferResult]:
         batch_id = uuid.uuid4()
         currency = {request.id: locked[request.debit_account_id].currency for request in requests}
-        inserted = await claim(
-            self._session,
-            insert(TRANSFERS)
-            .values(
-                [
-                    {
-                        "id": request.id,
-                        "batch_id": batch_id,
-                        "batch_position": position,
-                        "debit_account_id": request.debit_account_id,
-                        "credit_account_id": request.credit_account_id,
-                        "amount_cents": request.amount_cents,
-                        "currency": currency[request.id],
-                        "kind": str(request.kind),
-                        "reverses_id": request.reverses_id,
-                        "reference": dict(request.reference),
-                        "metadata": dict(request.metadata),
-                        "request_sha256": request.sha256(),
-                    }
-                    for position, request in enumerate(requests)
-                ]
-            )
-            .returning(TRANSFERS.c.created_at),
-        )
-        created_at = inserted.scalars().first()
-        assert created_at is not None
-        await self._session.execute(
-            insert(ENTRIES).values(
-                [
-                    {
-                        "transfer_id": request.id,
-                        "account_id": leg.account_id,
-                        "amount_cents": leg.amount_cents,
-                        "balance_before_cents": leg.balance_before_cents,
-                        "balance_after_cents": leg.balance_after_cents,
-                        "account_version": leg.account_version,
-                    }
-                    for request, pair in zip(requests, legs, strict=True)
-                    for leg in pair
-                ]
-            )
-        )
         touched = sorted({leg.account_id for pair in legs for leg in pair})
-        await self._session.execute(
-            update(ACCOUNTS)
-            .where(ACCOUNTS.c.id == bindparam("account_id"))
-            .values(balance_cents=bindparam("new_balance_cents"), version=bindparam("new_version")),
-            [
+        entries = [leg for pair in legs for leg in pair]
+        row = (
+            await self._session.execute(
+                WRITE_BATCH,
                 {
-                    "account_id": account_id,
-                    "new_balance_cents": locked[account_id].balance_cents,
-                    "new_version": locked[account_id].version,
-                }
-                for account_id in touched
-            ],
-        )
+                    "batch_id": batch_id,
+                    "count": len(requests),
+                    "ids": [request.id for request in requests],
+                    "positions": list(range(len(requests))),
+                    "debits": [request.debit_account_id for request in requests],
+                    "credits": [request.credit_account_id for request in requests],
+                    "amounts": [request.amount_cents for request in requests],
+                    "currencies": [currency[request.id] for request in requests],
+                    "kinds": [str(request.kind) for request in requests],
+                    "reverses": [request.reverses_id for request in requests],
+                    "references": [canonical_json(dict(r.reference)) for r in requests],
+                    "metadatas": [canonical_json(dict(r.metadata)) for r in requests],
+                    "hashes": [request.sha256() for request in requests],
+                    "entry_transfers": [request.id for request in requests for _ in (0, 1)],
+                    "entry_accounts": [leg.account_id for leg in entries],
+                    "entry_amounts": [leg.amount_cents for leg in entries],
+                    "entry_befores": [leg.balance_before_cents for leg in entries],
+                    "entry_afters": [leg.balance_after_cents for leg in entries],
+                    "entry_versions": [leg.account_version for leg in entries],
+                    "account_ids": touched,
+                    "balances": [locked[account_id].balance_cents for account_id in touched],
+                    "versions": [locked[account_id].version for account_id in touched],
+                },
+            )
+        ).one()
+        if not row.complete:
+            # A concurrent transaction committed one of our ids (or reversed our target)
+            # first.  With one transfer nothing was written; a batch runs in a savepoint.
+            raise LostRace
+        assert row.accounts_moved == len(touched)
         return [
             TransferResult(
                 id=request.id,
@@ -299,7 +340,7 @@ class Posting:
                 reference=dict(request.reference),
                 metadata=dict(request.metadata),
                 reverses_id=request.reverses_id,
-                created_at=created_at,
+                created_at=row.created_at,
             )
             for request, (debit, credit) in zip(requests, legs, strict=True)
         ]

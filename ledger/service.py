@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import func, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from ledger import metrics
@@ -81,7 +81,11 @@ class Ledger(LedgerReads):
         Accounts must exist.  Replaying the same ids with the same bodies returns the
         original results (``replayed=True``) and writes nothing.
         """
-        return await self._guarded(lambda: self._posting.post(transfers))
+        # A batch of several transfers may be partly written when a race is lost: only
+        # a savepoint can undo that.  A single transfer writes all or nothing.
+        return await self._guarded(
+            lambda: self._posting.post(transfers), savepoint=len(transfers) != 1
+        )
 
     async def reverse(
         self,
@@ -110,7 +114,7 @@ class Ledger(LedgerReads):
                 ]
             )
 
-        return (await self._guarded(work))[0]
+        return (await self._guarded(work, savepoint=False))[0]
 
     # -- money in and out ---------------------------------------------------------------
 
@@ -213,7 +217,7 @@ class Ledger(LedgerReads):
                 ]
             )
 
-        return (await self._guarded(work))[0]
+        return (await self._guarded(work, savepoint=False))[0]
 
     async def fund_prize(
         self,
@@ -408,17 +412,34 @@ class Ledger(LedgerReads):
     async def _single(
         self, owned: list[tuple[AccountType, uuid.UUID]], request: TransferRequest
     ) -> TransferResult:
+        """One transfer whose wallet or escrow may not exist yet."""
+        wanted = {self._id_of(account_type, owner_id) for account_type, owner_id in owned}
+        existing = set(
+            await self._session.scalars(select(ACCOUNTS.c.id).where(ACCOUNTS.c.id.in_(wanted)))
+        )
+        if existing == wanted:
+            # The hot path: every check happens before the one write statement, which
+            # writes all or nothing, so no savepoint is needed.
+            return (await self._guarded(lambda: self._posting.post([request]), savepoint=False))[0]
+
         async def work() -> list[TransferResult]:
             await self._create_accounts(owned)
             return await self._posting.post([request])
 
         return (await self._guarded(work))[0]
 
-    async def _guarded(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run ``work`` in a savepoint: a refusal undoes it, a lost race runs it again."""
+    async def _guarded(self, work: Callable[[], Awaitable[T]], *, savepoint: bool = True) -> T:
+        """Run ``work``; a refusal leaves the transaction as it was, a lost race runs it again.
+
+        ``savepoint=False`` only for work that writes nothing before its last check and
+        then writes all or nothing in one statement (one transfer on existing accounts).
+        """
         for attempt in range(1, MAX_RACE_RETRIES + 1):
             try:
-                async with self._session.begin_nested():
+                if savepoint:
+                    async with self._session.begin_nested():
+                        result = await work()
+                else:
                     result = await work()
             except LostRace:
                 if attempt == MAX_RACE_RETRIES:
@@ -431,29 +452,29 @@ class Ledger(LedgerReads):
             return result
         raise AssertionError("unreachable")
 
+    def _id_of(self, account_type: AccountType, owner_id: uuid.UUID | None) -> uuid.UUID:
+        if owner_id is None:
+            return self.system_account_id(account_type)
+        if account_type == AccountType.PLAYER_WALLET:
+            return self.wallet_id(owner_id)
+        return self.escrow_id(owner_id)
+
     async def _create_accounts(self, owned: Sequence[tuple[AccountType, uuid.UUID | None]]) -> None:
         """Create the missing accounts in ascending id order (the order locks are taken
         in), leaving existing ones untouched."""
-        rows = {}
-        for account_type, owner_id in owned:
-            account_id = (
-                self.system_account_id(account_type)
-                if owner_id is None
-                else self.wallet_id(owner_id)
-                if account_type == AccountType.PLAYER_WALLET
-                else self.escrow_id(owner_id)
-            )
-            rows[account_id] = {
-                "id": account_id,
+        rows = {
+            self._id_of(account_type, owner_id): {
+                "id": self._id_of(account_type, owner_id),
                 "type": str(account_type),
                 "currency": self._currency,
                 "owner_id": owner_id,
                 "may_go_negative": MAY_GO_NEGATIVE[account_type],
             }
+            for account_type, owner_id in owned
+        }
         await self._session.execute(
-            pg_insert(ACCOUNTS)
-            .values([rows[account_id] for account_id in sorted(rows)])
-            .on_conflict_do_nothing()
+            pg_insert(ACCOUNTS).on_conflict_do_nothing(),
+            [rows[account_id] for account_id in sorted(rows)],
         )
 
     async def _original(self, transfer_id: str) -> TransferResult:
