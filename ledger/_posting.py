@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ledger.constants import KIND_ROUTES, MAX_BALANCE_CENTS, AccountType, TransferKind
 from ledger.errors import ErrorCode, LedgerError
-from ledger.models import ACCOUNTS, ENTRIES, TRANSFERS
+from ledger.models import ACCOUNTS, ENTRIES, TRANSFERS, id_in
 from ledger.records import (
     EntryLeg,
     TransferRequest,
@@ -182,7 +182,7 @@ class Posting:
                 ACCOUNTS.c.version,
                 ACCOUNTS.c.closed_at,
             )
-            .where(ACCOUNTS.c.id.in_(ids))
+            .where(id_in(ACCOUNTS.c.id, ids))
             .order_by(ACCOUNTS.c.id)
             .with_for_update()
         )
@@ -239,7 +239,7 @@ class Posting:
         is recorded; ``idempotency_conflict`` otherwise."""
         ids = [request.id for request in requests]
         rows = await self._session.execute(
-            select(TRANSFERS.c.id, TRANSFERS.c.request_sha256).where(TRANSFERS.c.id.in_(ids))
+            select(TRANSFERS.c.id, TRANSFERS.c.request_sha256).where(id_in(TRANSFERS.c.id, ids))
         )
         recorded = {row.id: bytes(row.request_sha256) for row in rows}
         if not recorded:
@@ -270,7 +270,7 @@ class Posting:
                 TRANSFERS.c.credit_account_id,
                 TRANSFERS.c.amount_cents,
                 reversed_flag.label("reversed"),
-            ).where(TRANSFERS.c.id.in_(wanted))
+            ).where(id_in(TRANSFERS.c.id, wanted))
         )
         return {
             row.id: _Target(
@@ -478,7 +478,7 @@ async def load_results(
             ENTRIES.c.account_version,
         )
         .join(ENTRIES, ENTRIES.c.transfer_id == TRANSFERS.c.id)
-        .where(TRANSFERS.c.id.in_(list(transfer_ids)))
+        .where(id_in(TRANSFERS.c.id, list(transfer_ids)))
     )
     by_id: dict[str, dict[str, Any]] = {}
     for row in rows:

@@ -23,9 +23,12 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    Uuid,
+    any_,
+    bindparam,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ledger.base import LedgerBase
@@ -39,6 +42,7 @@ __all__ = (
     "EntryRow",
     "SettlementRow",
     "TransferRow",
+    "id_in",
 )
 
 _ACCOUNT_TYPES_SQL = (
@@ -194,3 +198,10 @@ ENTRIES = cast("Table", EntryRow.__table__)
 """Core view of ``ledger.entries``."""
 SETTLEMENTS = cast("Table", SettlementRow.__table__)
 """Core view of ``ledger.settlements``."""
+
+
+def id_in(column: Any, values: Any) -> Any:
+    """``column = ANY(:values)``: one array parameter, so a single prepared statement
+    serves lists of every length (``IN`` would be re-rendered per length)."""
+    element = Uuid() if isinstance(column.type, Uuid) else String()
+    return column == any_(bindparam(None, list(values), type_=ARRAY(element)))

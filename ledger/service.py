@@ -25,7 +25,7 @@ from ledger import metrics
 from ledger._posting import LostRace, Posting, claim
 from ledger.constants import DEFAULT_CURRENCY, MAY_GO_NEGATIVE, AccountType, TransferKind
 from ledger.errors import ErrorCode, LedgerError
-from ledger.models import ACCOUNTS, SETTLEMENTS
+from ledger.models import ACCOUNTS, SETTLEMENTS, id_in
 from ledger.reads import LedgerReads
 from ledger.records import (
     Account,
@@ -415,7 +415,7 @@ class Ledger(LedgerReads):
         """One transfer whose wallet or escrow may not exist yet."""
         wanted = {self._id_of(account_type, owner_id) for account_type, owner_id in owned}
         existing = set(
-            await self._session.scalars(select(ACCOUNTS.c.id).where(ACCOUNTS.c.id.in_(wanted)))
+            await self._session.scalars(select(ACCOUNTS.c.id).where(id_in(ACCOUNTS.c.id, wanted)))
         )
         if existing == wanted:
             # The hot path: every check happens before the one write statement, which
