@@ -85,6 +85,8 @@ class LedgerReads:
     ) -> list[Account]:
         """Accounts ordered by type and id, optionally of one type and/or one owner."""
         check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise LedgerError(ErrorCode.INVALID_LIMIT, "The offset must not be negative.")
         query = (
             select(ACCOUNTS).order_by(ACCOUNTS.c.type, ACCOUNTS.c.id).limit(limit).offset(offset)
         )

@@ -18,8 +18,9 @@ T = TypeVar("T")
 
 @pytest.fixture
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    """A pool big enough for the concurrency tests (one connection per task)."""
-    engine = create_async_engine(async_url(database_url), pool_size=60, max_overflow=10)
+    """A pool big enough for the 50 concurrent debits (one connection each), and no bigger:
+    the server's 100 connections are shared with everything else running."""
+    engine = create_async_engine(async_url(database_url), pool_size=50, max_overflow=2)
     yield engine
     await engine.dispose()
 
