@@ -95,26 +95,9 @@ class Ledger(LedgerReads):
         metadata: Mapping[str, Any] | None = None,
     ) -> TransferResult:
         """A correction: a new transfer moving the original amount back (at most once)."""
-
-        async def work() -> list[TransferResult]:
-            check_transfer_id(transfer_id)
-            original = await self._original(original_transfer_id)
-            return await self._posting.post(
-                [
-                    TransferRequest(
-                        id=transfer_id,
-                        debit_account_id=original.credit_account_id,
-                        credit_account_id=original.debit_account_id,
-                        amount_cents=original.amount_cents,
-                        kind=TransferKind.REVERSAL,
-                        reference={**original.reference, "reverses": original.id},
-                        metadata=dict(metadata or {}),
-                        reverses_id=original.id,
-                    )
-                ]
-            )
-
-        return (await self._guarded(work, savepoint=False))[0]
+        return await self._undo(
+            transfer_id, original_transfer_id, TransferKind.REVERSAL, "reverses", metadata
+        )
 
     # -- money in and out ---------------------------------------------------------------
 
@@ -193,31 +176,7 @@ class Ledger(LedgerReads):
 
     async def refund_entry(self, transfer_id: str, entry_transfer_id: str) -> TransferResult:
         """Give back exactly the amount of one entry fee (escrow → wallet), at most once."""
-
-        async def work() -> list[TransferResult]:
-            check_transfer_id(transfer_id)
-            entry = await self._original(entry_transfer_id)
-            if entry.kind != TransferKind.ENTRY_FEE:
-                raise LedgerError(
-                    ErrorCode.NOT_AN_ENTRY_FEE,
-                    "Only an entry fee can be refunded.",
-                    {"transfer_id": transfer_id, "reverses_id": entry_transfer_id},
-                )
-            return await self._posting.post(
-                [
-                    TransferRequest(
-                        id=transfer_id,
-                        debit_account_id=entry.credit_account_id,
-                        credit_account_id=entry.debit_account_id,
-                        amount_cents=entry.amount_cents,
-                        kind=TransferKind.ENTRY_REFUND,
-                        reference={**entry.reference, "entry": entry.id},
-                        reverses_id=entry.id,
-                    )
-                ]
-            )
-
-        return (await self._guarded(work, savepoint=False))[0]
+        return await self._undo(transfer_id, entry_transfer_id, TransferKind.ENTRY_REFUND, "entry")
 
     async def fund_prize(
         self,
@@ -408,6 +367,45 @@ class Ledger(LedgerReads):
             transfers=transfers,
             created_at=created_at,
         )
+
+    async def _undo(
+        self,
+        transfer_id: str,
+        original_id: str,
+        kind: TransferKind,
+        reference_key: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> TransferResult:
+        """A transfer moving an original's amount back between its accounts (reversal or
+        entry refund); the reference keeps the original's and names it."""
+
+        async def work() -> list[TransferResult]:
+            check_transfer_id(transfer_id)
+            original = await self._original(original_id)
+            if kind == TransferKind.ENTRY_REFUND and original.kind != TransferKind.ENTRY_FEE:
+                raise LedgerError(
+                    ErrorCode.NOT_AN_ENTRY_FEE,
+                    "Only an entry fee can be refunded.",
+                    {"transfer_id": transfer_id, "reverses_id": original_id},
+                )
+            return await self._posting.post(
+                [
+                    TransferRequest(
+                        id=transfer_id,
+                        debit_account_id=original.credit_account_id,
+                        credit_account_id=original.debit_account_id,
+                        amount_cents=original.amount_cents,
+                        kind=kind,
+                        reference={**original.reference, reference_key: original.id},
+                        metadata=dict(metadata or {}),
+                        reverses_id=original.id,
+                    )
+                ]
+            )
+
+        # Both accounts exist (the original moved money between them): one transfer,
+        # all or nothing, no savepoint needed.
+        return (await self._guarded(work, savepoint=False))[0]
 
     async def _single(
         self, owned: list[tuple[AccountType, uuid.UUID]], request: TransferRequest

@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ledger import MAX_TRANSFER_CENTS, Account, Statement, TransferResult
-from ledger.records import EntryLeg
 
 __all__ = (
     "IDEMPOTENCY_KEY_PATTERN",
@@ -48,17 +47,6 @@ class LegRead(msgspec.Struct):
     balance_after_cents: int
     account_version: int
 
-    @classmethod
-    def of(cls, leg: EntryLeg) -> LegRead:
-        """The public form of ``leg``."""
-        return cls(
-            account_id=leg.account_id,
-            amount_cents=leg.amount_cents,
-            balance_before_cents=leg.balance_before_cents,
-            balance_after_cents=leg.balance_after_cents,
-            account_version=leg.account_version,
-        )
-
 
 class TransferRead(msgspec.Struct):
     """A recorded transfer; ``replayed`` is true when the request repeated an earlier one."""
@@ -77,20 +65,8 @@ class TransferRead(msgspec.Struct):
 
     @classmethod
     def of(cls, transfer: TransferResult) -> TransferRead:
-        """The public form of ``transfer``."""
-        return cls(
-            id=transfer.id,
-            kind=str(transfer.kind),
-            amount_cents=transfer.amount_cents,
-            currency=transfer.currency,
-            debit=LegRead.of(transfer.debit),
-            credit=LegRead.of(transfer.credit),
-            reference=transfer.reference,
-            metadata=transfer.metadata,
-            reverses_id=transfer.reverses_id,
-            created_at=transfer.created_at,
-            replayed=transfer.replayed,
-        )
+        """The public form of ``transfer`` (the legs are converted field by field too)."""
+        return msgspec.convert(transfer, cls, from_attributes=True)
 
 
 class AccountRead(msgspec.Struct):
@@ -110,17 +86,7 @@ class AccountRead(msgspec.Struct):
     @classmethod
     def of(cls, account: Account) -> AccountRead:
         """The public form of ``account``."""
-        return cls(
-            id=account.id,
-            type=account.type,
-            currency=account.currency,
-            owner_id=account.owner_id,
-            may_go_negative=account.may_go_negative,
-            balance_cents=account.balance_cents,
-            version=account.version,
-            created_at=account.created_at,
-            closed_at=account.closed_at,
-        )
+        return msgspec.convert(account, cls, from_attributes=True)
 
 
 class WalletRead(msgspec.Struct):
@@ -165,21 +131,7 @@ class StatementRead(msgspec.Struct):
         return cls(
             account_id=statement.account.id,
             balance_cents=statement.account.balance_cents,
-            lines=[
-                StatementLineRead(
-                    entry_id=line.entry_id,
-                    transfer_id=line.transfer_id,
-                    kind=line.kind,
-                    amount_cents=line.amount_cents,
-                    balance_before_cents=line.balance_before_cents,
-                    balance_after_cents=line.balance_after_cents,
-                    account_version=line.account_version,
-                    counterparty_account_id=line.counterparty_account_id,
-                    reference=line.reference,
-                    created_at=line.created_at,
-                )
-                for line in statement.lines
-            ],
+            lines=msgspec.convert(statement.lines, list[StatementLineRead], from_attributes=True),
             next_before_version=statement.next_before_version,
         )
 

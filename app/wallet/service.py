@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from app.wallet.schemas import (
     TransferRead,
     WalletRead,
 )
-from ledger import AccountType, Ledger, LedgerError
+from ledger import AccountType, Ledger, LedgerError, TransferResult
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -105,15 +105,9 @@ class WalletService:
         request: MoneyMovementCreate,
     ) -> TransferRead:
         """Credit a user's wallet from the cash-in clearing account."""
-        await AccountService(self._session, self._settings).get_user(user_id)
-        async with self._committing():
-            result = await self._ledger.deposit(
-                OPERATOR_TRANSFER_PREFIX + idempotency_key,
-                user_id,
-                request.amount_cents,
-                **_operator_context(operator_id, request),
-            )
-        return TransferRead.of(result)
+        return await self._operator_movement(
+            self._ledger.deposit, operator_id, user_id, idempotency_key, request
+        )
 
     async def withdraw(
         self,
@@ -123,13 +117,31 @@ class WalletService:
         request: MoneyMovementCreate,
     ) -> TransferRead:
         """Debit a user's wallet to the cash-out clearing account; never beyond the balance."""
+        return await self._operator_movement(
+            self._ledger.withdraw, operator_id, user_id, idempotency_key, request
+        )
+
+    async def _operator_movement(
+        self,
+        movement: Callable[..., Awaitable[TransferResult]],
+        operator_id: uuid.UUID,
+        user_id: uuid.UUID,
+        idempotency_key: str,
+        request: MoneyMovementCreate,
+    ) -> TransferRead:
         await AccountService(self._session, self._settings).get_user(user_id)
+        metadata = {"operator": str(operator_id)}
+        if request.note is not None:
+            metadata["note"] = request.note
         async with self._committing():
-            result = await self._ledger.withdraw(
+            result = await movement(
                 OPERATOR_TRANSFER_PREFIX + idempotency_key,
                 user_id,
                 request.amount_cents,
-                **_operator_context(operator_id, request),
+                reference={}
+                if request.payment_reference is None
+                else {"payment": request.payment_reference},
+                metadata=metadata,
             )
         return TransferRead.of(result)
 
@@ -164,13 +176,3 @@ async def _refusals() -> AsyncIterator[None]:
         yield
     except LedgerError as error:
         raise app_error(error) from None
-
-
-def _operator_context(
-    operator_id: uuid.UUID, request: MoneyMovementCreate
-) -> dict[str, dict[str, str]]:
-    reference = {} if request.payment_reference is None else {"payment": request.payment_reference}
-    metadata = {"operator": str(operator_id)}
-    if request.note is not None:
-        metadata["note"] = request.note
-    return {"reference": reference, "metadata": metadata}
