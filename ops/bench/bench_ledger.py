@@ -258,8 +258,8 @@ def main() -> None:
     ledger_db, pgbench_db = f"raiz_bench_ledger_{suffix}", f"raiz_bench_pgbench_{suffix}"
     ledger_url = with_database(args.database_url, ledger_db)
     pgbench_url = with_database(args.database_url, pgbench_db)
-    server = make_url(args.database_url).set(database=None)
-    print(f"server {server.render_as_string(hide_password=True)}, {os.cpu_count()} CPUs")
+    server = make_url(args.database_url)
+    print(f"server {server.host}:{server.port or 5432}, client machine with {os.cpu_count()} CPUs")
     print(f"{args.workers} concurrent sessions, {args.runs} alternating runs of {args.seconds:g} s")
     try:
         for name in (ledger_db, pgbench_db):
