@@ -142,5 +142,31 @@ def users_create(username: str, password: str, role: str) -> None:
     click.echo(user_id)
 
 
+@main.group("ledger")
+def ledger_group() -> None:
+    """Wallet ledger audits."""
+
+
+@ledger_group.command("reconcile")
+def ledger_reconcile() -> None:
+    """Check that every centavo is accounted for; exit 1 listing each problem.
+
+    Balances sum to zero per currency, each balance equals its entries, versions are
+    contiguous, every transfer is balanced, closed escrows are zero with no later entry,
+    settlements add up.
+    """
+    from ledger.reconcile import ReconcileReport, reconcile
+
+    async def work(database: Database, settings: Settings) -> ReconcileReport:
+        return await reconcile(database.engine)
+
+    report = run_with_database(work)
+    for problem in report.problems:
+        click.echo(f"{problem.check}: {problem.message}")
+    click.echo(report.summary(), err=not report.ok)
+    if not report.ok:
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     main()

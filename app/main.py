@@ -32,6 +32,12 @@ from app.rng_api import (
     rng_service_error_handler,
 )
 from app.timers import DeadlineRunner, build_scheduler
+from app.wallet import (
+    AdminAccountsController,
+    AdminWalletsController,
+    PaymentWebhookController,
+    WalletController,
+)
 from rng.service import RngServiceError
 
 if TYPE_CHECKING:
@@ -111,6 +117,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             AuthController,
             AdminUsersController,
             RngController,
+            WalletController,
+            AdminWalletsController,
+            AdminAccountsController,
+            PaymentWebhookController,
         ],
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False),

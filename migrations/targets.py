@@ -16,10 +16,11 @@ OWNED_SCHEMAS = ("game", "ledger", "rng")
 def target_metadata() -> list[MetaData]:
     """Metadata of all three services, with every model module imported."""
     from app.db.models import GameBase
+    from ledger import models as _ledger_models  # noqa: F401 - registers the tables
+    from ledger.base import LedgerBase
     from rng.models import RngBase
 
-    metadata = [GameBase.metadata]
-    metadata.append(RngBase.metadata)
+    metadata = [GameBase.metadata, LedgerBase.metadata, RngBase.metadata]
     return metadata
 
 

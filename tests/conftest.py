@@ -48,6 +48,30 @@ async def _admin(url: str) -> asyncpg.Connection:
     return await asyncpg.connect(_with_database(url, "postgres"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "ledger_tampering: the test corrupts the ledger on purpose; the database_url "
+        "fixture skips its reconciliation before dropping the database",
+    )
+
+
+async def _ledger_problems(url: str) -> list[str]:
+    """Problems ``raiz ledger reconcile`` would report on the database at ``url``."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    from app.db.engine import async_url
+    from ledger.reconcile import reconcile
+
+    engine = create_async_engine(async_url(url), poolclass=NullPool)
+    try:
+        report = await reconcile(engine)
+    finally:
+        await engine.dispose()
+    return [f"{problem.check}: {problem.message}" for problem in report.problems]
+
+
 @pytest.fixture(scope="session")
 def pg_server_url() -> str:
     """URL of the PostgreSQL server the tests use (any database on it)."""
@@ -79,20 +103,35 @@ async def template_database(pg_server_url: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def database_url(pg_server_url: str, template_database: str) -> AsyncIterator[str]:
-    """A fresh, fully migrated database for one test, dropped afterwards."""
+async def database_url(
+    request: pytest.FixtureRequest, pg_server_url: str, template_database: str
+) -> AsyncIterator[str]:
+    """A fresh, fully migrated database for one test, dropped afterwards.
+
+    Before the drop the ledger is reconciled: a test that leaves money unaccounted for
+    fails here, so the whole suite ends with every test database reconciling clean
+    (tests marked ``ledger_tampering`` break the ledger on purpose and are skipped).
+    """
     name = f"raiz_t_{uuid.uuid4().hex[:12]}"
     admin = await _admin(pg_server_url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
     finally:
         await admin.close()
-    yield _with_database(pg_server_url, name)
-    admin = await _admin(pg_server_url)
+    url = _with_database(pg_server_url, name)
+    yield url
+    problems: list[str] = []
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if request.node.get_closest_marker("ledger_tampering") is None:
+            problems = await _ledger_problems(url)
     finally:
-        await admin.close()
+        admin = await _admin(pg_server_url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+    if problems:
+        pytest.fail("ledger reconciliation failed after the test:\n" + "\n".join(problems))
 
 
 def make_settings(database_url: str | None, **overrides: object) -> Settings:

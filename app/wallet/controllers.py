@@ -1,0 +1,260 @@
+"""HTTP routes of the wallet: players' balance and statement, operators' money in and out,
+account inspection, and the payment provider's webhook."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, TypeVar
+
+import msgspec
+from litestar import Controller, Request, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+
+from app.accounts.auth import PUBLIC_OPT_KEY, principal_of, requires_role
+from app.api.deps import AppSettings, DbSession
+from app.api.openapi import ErrorBody
+from app.errors import ValidationFailed
+from app.wallet.schemas import (
+    IDEMPOTENCY_KEY_PATTERN,
+    AccountRead,
+    MoneyMovementCreate,
+    PaymentEvent,
+    PaymentEventResult,
+    StatementRead,
+    TransferRead,
+    WalletRead,
+)
+from app.wallet.service import WalletService
+from app.wallet.webhook import SIGNATURE_HEADER, verify_signature
+from ledger import AccountType
+from ledger.constants import MAX_STATEMENT_LIMIT
+
+__all__ = (
+    "AdminAccountsController",
+    "AdminWalletsController",
+    "PaymentWebhookController",
+    "WalletController",
+)
+
+T = TypeVar("T")
+Limit = Annotated[int, QueryParameter(ge=1, le=MAX_STATEMENT_LIMIT, description="Page size.")]
+BeforeVersion = Annotated[
+    int | None,
+    QueryParameter(
+        ge=1,
+        le=2**62,
+        description="Only entries older than this account version (keyset pagination).",
+    ),
+]
+IdempotencyKey = Annotated[
+    str,
+    HeaderParameter(
+        name="Idempotency-Key",
+        min_length=1,
+        max_length=100,
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description=(
+            "Required. Retrying with the same key and body answers 200 with the original "
+            "transfer and moves nothing; the same key with another body answers 409."
+        ),
+    ),
+]
+_REPLAYED = {
+    HTTP_200_OK: ResponseSpec(
+        data_container=TransferRead,
+        description="Replay: the original transfer of an earlier request with this key",
+        generate_examples=False,
+    )
+}
+
+
+class WalletController(Controller):
+    """The caller's own wallet."""
+
+    path = "/wallet"
+    tags = ["wallet"]
+
+    @get("/", operation_id="getWallet")
+    async def wallet(
+        self, request: Request[Any, Any, Any], db_session: DbSession, settings: AppSettings
+    ) -> WalletRead:
+        """The caller's balance in centavos."""
+        return await WalletService(db_session, settings).wallet(principal_of(request).user_id)
+
+    @get("/statement", operation_id="getWalletStatement")
+    async def statement(
+        self,
+        request: Request[Any, Any, Any],
+        db_session: DbSession,
+        settings: AppSettings,
+        limit: Limit = 50,
+        before_version: BeforeVersion = None,
+    ) -> StatementRead:
+        """The caller's entries, newest first, each with its reference and balance after."""
+        return await WalletService(db_session, settings).wallet_statement(
+            principal_of(request).user_id, limit=limit, before_version=before_version
+        )
+
+
+class AdminWalletsController(Controller):
+    """Operators move money in and out of players' wallets."""
+
+    path = "/admin/wallets"
+    tags = ["admin", "wallet"]
+    guards = [requires_role("operator")]
+
+    @post(
+        "/{user_id:uuid}/deposits",
+        operation_id="depositToWallet",
+        status_code=HTTP_201_CREATED,
+        responses=_REPLAYED,
+    )
+    async def deposit(
+        self,
+        *,
+        request: Request[Any, Any, Any],
+        user_id: FromPath[uuid.UUID],
+        data: JSONBody[MoneyMovementCreate],
+        idempotency_key: IdempotencyKey,
+        db_session: DbSession,
+        settings: AppSettings,
+    ) -> Response[TransferRead]:
+        """Credit money received for a player (cash-in clearing → wallet)."""
+        del data  # documented for OpenAPI; decoded strictly below
+        transfer = await WalletService(db_session, settings).deposit(
+            principal_of(request).user_id,
+            user_id,
+            idempotency_key,
+            await _strict_body(request, MoneyMovementCreate),
+        )
+        return _created_or_replayed(transfer)
+
+    @post(
+        "/{user_id:uuid}/withdrawals",
+        operation_id="withdrawFromWallet",
+        status_code=HTTP_201_CREATED,
+        responses=_REPLAYED,
+    )
+    async def withdraw(
+        self,
+        *,
+        request: Request[Any, Any, Any],
+        user_id: FromPath[uuid.UUID],
+        data: JSONBody[MoneyMovementCreate],
+        idempotency_key: IdempotencyKey,
+        db_session: DbSession,
+        settings: AppSettings,
+    ) -> Response[TransferRead]:
+        """Pay money out to a player (wallet → cash-out clearing); 422 beyond the balance."""
+        del data  # documented for OpenAPI; decoded strictly below
+        transfer = await WalletService(db_session, settings).withdraw(
+            principal_of(request).user_id,
+            user_id,
+            idempotency_key,
+            await _strict_body(request, MoneyMovementCreate),
+        )
+        return _created_or_replayed(transfer)
+
+
+class AdminAccountsController(Controller):
+    """Operators and compliance staff inspect any ledger account."""
+
+    path = "/admin/accounts"
+    tags = ["admin", "wallet"]
+    guards = [requires_role("operator", "compliance")]
+
+    @get("/", operation_id="listAccounts")
+    async def list_accounts(
+        self,
+        *,
+        db_session: DbSession,
+        settings: AppSettings,
+        account_type: Annotated[AccountType | None, QueryParameter(name="type")] = None,
+        owner_id: FromQuery[uuid.UUID | None] = None,
+        limit: Limit = 100,
+        offset: Annotated[int, QueryParameter(ge=0, le=10_000_000)] = 0,
+    ) -> list[AccountRead]:
+        """Accounts by type and id; filter by type and/or owner (a user or a table)."""
+        return await WalletService(db_session, settings).accounts(
+            account_type=account_type, owner_id=owner_id, limit=limit, offset=offset
+        )
+
+    @get("/{account_id:uuid}", operation_id="getAccount")
+    async def account(
+        self, account_id: FromPath[uuid.UUID], db_session: DbSession, settings: AppSettings
+    ) -> AccountRead:
+        """One account with its balance and version."""
+        return await WalletService(db_session, settings).account(account_id)
+
+    @get("/{account_id:uuid}/statement", operation_id="getAccountStatement")
+    async def statement(
+        self,
+        account_id: FromPath[uuid.UUID],
+        db_session: DbSession,
+        settings: AppSettings,
+        limit: Limit = 50,
+        before_version: BeforeVersion = None,
+    ) -> StatementRead:
+        """Any account's entries, newest first."""
+        return await WalletService(db_session, settings).account_statement(
+            account_id, limit=limit, before_version=before_version
+        )
+
+
+class PaymentWebhookController(Controller):
+    """The payment provider notifies money received (signed, idempotent by event id)."""
+
+    path = "/payments"
+    tags = ["payments"]
+    opt = {PUBLIC_OPT_KEY: True}
+
+    @post(
+        "/webhook",
+        operation_id="paymentWebhook",
+        status_code=HTTP_200_OK,
+        responses={
+            401: ResponseSpec(
+                data_container=ErrorBody,
+                description=f"Missing or wrong {SIGNATURE_HEADER} (code invalid_signature)",
+                generate_examples=False,
+            )
+        },
+    )
+    async def webhook(
+        self,
+        request: Request[Any, Any, Any],
+        data: JSONBody[PaymentEvent],
+        db_session: DbSession,
+        settings: AppSettings,
+        signature: Annotated[
+            str | None,
+            HeaderParameter(
+                name=SIGNATURE_HEADER,
+                description="sha256=<hex HMAC-SHA256 of the raw body with the shared secret>",
+            ),
+        ] = None,
+    ) -> PaymentEventResult:
+        """Apply a provider event once: 401 without a valid signature, 400 for a malformed
+        body, 200 with the original result when the event id was already applied."""
+        del data  # documented for OpenAPI; decoded strictly below
+        verify_signature(settings.payment_webhook_secret, await request.body(), signature)
+        event = await _strict_body(request, PaymentEvent)
+        return await WalletService(db_session, settings).apply_payment_event(event)
+
+
+async def _strict_body(request: Request[Any, Any, Any], body_type: type[T]) -> T:
+    """The body decoded strictly: Litestar's own conversion is lenient (it turns ``"100"``
+    into ``100``), and a money amount must be a JSON integer."""
+    try:
+        return msgspec.json.decode(await request.body(), type=body_type)
+    except msgspec.ValidationError as error:
+        raise ValidationFailed(
+            "The request is not valid.",
+            details={"errors": [{"message": str(error), "source": "body"}]},
+        ) from None
+
+
+def _created_or_replayed(transfer: TransferRead) -> Response[TransferRead]:
+    return Response(transfer, status_code=HTTP_200_OK if transfer.replayed else HTTP_201_CREATED)

@@ -1,0 +1,251 @@
+"""Reconciliation: prove from the tables alone that every centavo is accounted for.
+
+Runs in one REPEATABLE READ, read-only transaction, so it sees a single consistent
+snapshot while transfers keep being written.  Checks:
+
+- the balances of each currency sum to zero (double entry);
+- each balance equals the sum of its entries, and the last entry's balance after;
+- each account's versions are exactly 1..version and each entry starts from the
+  previous entry's balance after (no gap, no rewrite);
+- each transfer has exactly two entries: minus the amount on its debit account, plus
+  the amount on its credit account, in the currency of both accounts;
+- no account that may not go negative is negative, and each account's type allows what
+  it declares;
+- each closed escrow is zero and has no entry after it was closed;
+- each settlement's fee is floor(pool * fee_bps / 10 000), fee + payouts = pool, and its
+  fee and payout transfers carry exactly those amounts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+from ledger.constants import MAY_GO_NEGATIVE
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+__all__ = ("MAX_PROBLEMS_PER_CHECK", "Problem", "ReconcileReport", "reconcile")
+
+MAX_PROBLEMS_PER_CHECK = 20
+"""Rows listed per failed check (the count of all of them is reported too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing that does not add up."""
+
+    check: str
+    """Which check failed, e.g. ``currency_sum``."""
+    message: str
+    """What is wrong, with the ids and figures involved."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileReport:
+    """The outcome of a reconciliation."""
+
+    problems: list[Problem] = field(default_factory=list)
+    accounts: int = 0
+    transfers: int = 0
+    entries: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.problems
+
+    def summary(self) -> str:
+        """One line for operators."""
+        state = "ok" if self.ok else f"{len(self.problems)} problem(s)"
+        return (
+            f"ledger reconcile: {state}: {self.accounts} accounts, {self.transfers} transfers, "
+            f"{self.entries} entries"
+        )
+
+
+_POLICY_SQL = " OR ".join(
+    f"(type = '{account_type.value}' AND may_go_negative <> {str(allowed).lower()})"
+    for account_type, allowed in MAY_GO_NEGATIVE.items()
+)
+
+CHECKS: tuple[tuple[str, str, str], ...] = (
+    (
+        "currency_sum",
+        """SELECT currency, SUM(balance_cents) AS total FROM ledger.accounts
+           GROUP BY currency HAVING SUM(balance_cents) <> 0 ORDER BY currency""",
+        "balances in {currency} sum to {total}, not 0",
+    ),
+    (
+        "balance_equals_entries",
+        """SELECT a.id, a.balance_cents, COALESCE(SUM(e.amount_cents), 0) AS entries_sum
+           FROM ledger.accounts a LEFT JOIN ledger.entries e ON e.account_id = a.id
+           GROUP BY a.id HAVING a.balance_cents <> COALESCE(SUM(e.amount_cents), 0)
+           ORDER BY a.id""",
+        "account {id} has balance {balance_cents} but its entries sum to {entries_sum}",
+    ),
+    (
+        "versions_contiguous",
+        """SELECT a.id, a.version, COUNT(e.id) AS entry_count,
+                  COALESCE(MIN(e.account_version), 0) AS first_version,
+                  COALESCE(MAX(e.account_version), 0) AS last_version
+           FROM ledger.accounts a LEFT JOIN ledger.entries e ON e.account_id = a.id
+           GROUP BY a.id
+           HAVING COUNT(e.id) <> a.version OR COALESCE(MAX(e.account_version), 0) <> a.version
+               OR (COUNT(e.id) > 0 AND MIN(e.account_version) <> 1)
+           ORDER BY a.id""",
+        "account {id} is at version {version} but has {entry_count} entries "
+        "(versions {first_version}..{last_version})",
+    ),
+    (
+        "balance_chain",
+        """SELECT account_id, account_version, balance_before_cents, previous_after
+           FROM (SELECT account_id, account_version, balance_before_cents,
+                        LAG(balance_after_cents, 1, 0::bigint)
+                            OVER (PARTITION BY account_id ORDER BY account_version)
+                            AS previous_after
+                 FROM ledger.entries) chain
+           WHERE balance_before_cents <> previous_after
+           ORDER BY account_id, account_version""",
+        "entry {account_version} of account {account_id} starts from {balance_before_cents} "
+        "but the previous entry ended at {previous_after}",
+    ),
+    (
+        "last_entry_is_balance",
+        """SELECT a.id, a.balance_cents, e.balance_after_cents
+           FROM ledger.accounts a
+           JOIN ledger.entries e ON e.account_id = a.id AND e.account_version = a.version
+           WHERE e.balance_after_cents <> a.balance_cents ORDER BY a.id""",
+        "account {id} has balance {balance_cents} but its last entry ends at {balance_after_cents}",
+    ),
+    (
+        "transfer_balanced",
+        """SELECT t.id, COUNT(e.id) AS entry_count, COALESCE(SUM(e.amount_cents), 0) AS total
+           FROM ledger.transfers t LEFT JOIN ledger.entries e ON e.transfer_id = t.id
+           GROUP BY t.id, t.amount_cents, t.debit_account_id, t.credit_account_id
+           HAVING COUNT(e.id) <> 2
+               OR COALESCE(SUM(e.amount_cents), 0) <> 0
+               OR COUNT(*) FILTER (WHERE e.account_id = t.debit_account_id
+                                     AND e.amount_cents = -t.amount_cents) <> 1
+               OR COUNT(*) FILTER (WHERE e.account_id = t.credit_account_id
+                                     AND e.amount_cents = t.amount_cents) <> 1
+           ORDER BY t.id""",
+        "transfer {id} is not balanced: {entry_count} entries summing to {total}",
+    ),
+    (
+        "transfer_currency",
+        """SELECT t.id, t.currency, d.currency AS debit_currency, c.currency AS credit_currency
+           FROM ledger.transfers t
+           JOIN ledger.accounts d ON d.id = t.debit_account_id
+           JOIN ledger.accounts c ON c.id = t.credit_account_id
+           WHERE t.currency <> d.currency OR t.currency <> c.currency ORDER BY t.id""",
+        "transfer {id} in {currency} moves between {debit_currency} and {credit_currency}",
+    ),
+    (
+        "never_negative",
+        """SELECT id, type, balance_cents FROM ledger.accounts
+           WHERE NOT may_go_negative AND balance_cents < 0 ORDER BY id""",
+        "{type} account {id} is negative: {balance_cents}",
+    ),
+    (
+        "type_policy",
+        # Built from ledger.constants only, never from input.
+        f"SELECT id, type, may_go_negative FROM ledger.accounts WHERE {_POLICY_SQL} ORDER BY id",  # noqa: S608
+        "{type} account {id} declares may_go_negative={may_go_negative}",
+    ),
+    (
+        "closed_escrow_empty",
+        """SELECT id, balance_cents, version, closed_version FROM ledger.accounts
+           WHERE closed_at IS NOT NULL AND (balance_cents <> 0 OR version <> closed_version)
+           ORDER BY id""",
+        "closed account {id} has balance {balance_cents} at version {version} "
+        "(closed at version {closed_version})",
+    ),
+    (
+        "closed_escrow_no_later_entry",
+        """SELECT e.account_id, e.account_version, e.transfer_id
+           FROM ledger.entries e JOIN ledger.accounts a ON a.id = e.account_id
+           WHERE a.closed_version IS NOT NULL AND e.account_version > a.closed_version
+           ORDER BY e.account_id, e.account_version""",
+        "closed account {account_id} got entry {account_version} (transfer {transfer_id}) "
+        "after closing",
+    ),
+    (
+        "settlement_arithmetic",
+        """SELECT s.id, s.pool_cents, s.fee_bps, s.fee_cents,
+                  (SELECT COALESCE(SUM(p::bigint), 0)
+                   FROM jsonb_array_elements_text(s.payouts) p) AS payouts_sum
+           FROM ledger.settlements s
+           WHERE s.fee_cents <> s.pool_cents * s.fee_bps / 10000
+              OR s.fee_cents + (SELECT COALESCE(SUM(p::bigint), 0)
+                                FROM jsonb_array_elements_text(s.payouts) p) <> s.pool_cents
+              OR jsonb_array_length(s.payouts) <> jsonb_array_length(s.winners)
+           ORDER BY s.id""",
+        "settlement {id}: pool {pool_cents} at {fee_bps} bps gives fee {fee_cents} and "
+        "payouts {payouts_sum}",
+    ),
+    (
+        "settlement_transfers",
+        """SELECT s.id, expected.transfer_id, expected.amount_cents,
+                  COALESCE(t.amount_cents, 0) AS recorded_cents
+           FROM ledger.settlements s
+           CROSS JOIN LATERAL (
+               SELECT s.id || '/fee' AS transfer_id, s.fee_cents AS amount_cents,
+                      s.escrow_account_id AS debit_account_id
+               UNION ALL
+               SELECT s.id || '/payout/' || (p.position - 1), p.amount::bigint,
+                      s.escrow_account_id
+               FROM jsonb_array_elements_text(s.payouts) WITH ORDINALITY AS p(amount, position)
+           ) expected
+           LEFT JOIN ledger.transfers t ON t.id = expected.transfer_id
+           WHERE COALESCE(t.amount_cents, 0) <> expected.amount_cents
+              OR (t.id IS NOT NULL AND t.debit_account_id <> expected.debit_account_id)
+           ORDER BY s.id, expected.transfer_id""",
+        "settlement {id}: transfer {transfer_id} should move {amount_cents}, "
+        "recorded {recorded_cents}",
+    ),
+)
+"""(name, query returning the offending rows, message template over the row)."""
+
+
+async def reconcile(engine: AsyncEngine) -> ReconcileReport:
+    """Run every check on one consistent snapshot of the database behind ``engine``."""
+    async with engine.connect() as connection:
+        snapshot = await connection.execution_options(isolation_level="REPEATABLE READ")
+        async with snapshot.begin():
+            await snapshot.execute(text("SET TRANSACTION READ ONLY"))
+            return await _reconcile(snapshot)
+
+
+async def _reconcile(connection: AsyncConnection) -> ReconcileReport:
+    problems: list[Problem] = []
+    for name, query, template in CHECKS:
+        rows = (await connection.execute(text(query))).mappings().all()
+        for row in rows[:MAX_PROBLEMS_PER_CHECK]:
+            problems.append(Problem(name, template.format(**_plain(row))))
+        if len(rows) > MAX_PROBLEMS_PER_CHECK:
+            problems.append(
+                Problem(name, f"... and {len(rows) - MAX_PROBLEMS_PER_CHECK} more like these")
+            )
+    counts = (
+        await connection.execute(
+            text(
+                "SELECT (SELECT COUNT(*) FROM ledger.accounts) AS accounts,"
+                " (SELECT COUNT(*) FROM ledger.transfers) AS transfers,"
+                " (SELECT COUNT(*) FROM ledger.entries) AS entries"
+            )
+        )
+    ).one()
+    return ReconcileReport(
+        problems=problems,
+        accounts=int(counts.accounts),
+        transfers=int(counts.transfers),
+        entries=int(counts.entries),
+    )
+
+
+def _plain(row: Any) -> dict[str, Any]:
+    return {key: value for key, value in row.items()}

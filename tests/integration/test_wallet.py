@@ -1,0 +1,285 @@
+"""Wallet API: balance and statement, operator deposits and withdrawals with
+Idempotency-Key, account inspection, the signed payment webhook, role guards."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from app.wallet.webhook import sign
+from tests.helpers import assert_error, auth, create_user, login
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+async def people(client, settings):
+    """Tokens and ids of a player, an operator and a compliance officer."""
+    ids = {
+        "player": await create_user(settings, "paula"),
+        "operator": await create_user(settings, "otto", role="operator"),
+        "compliance": await create_user(settings, "clara", role="compliance"),
+    }
+    tokens = {role: await login(client, name) for role, name in
+              (("player", "paula"), ("operator", "otto"), ("compliance", "clara"))}  # fmt: skip
+    return {"id": ids, "token": tokens}
+
+
+def key() -> dict[str, str]:
+    return {"Idempotency-Key": str(uuid.uuid4())}
+
+
+async def deposit(client, people, amount_cents, headers=None, **body):
+    return await client.post(
+        f"/admin/wallets/{people['id']['player']}/deposits",
+        json={"amount_cents": amount_cents, **body},
+        headers={**auth(people["token"]["operator"]), **(headers or key())},
+    )
+
+
+async def test_a_new_player_has_a_zero_balance_and_an_empty_statement(client, people):
+    wallet = await client.get("/wallet", headers=auth(people["token"]["player"]))
+    assert wallet.status_code == 200, wallet.text
+    assert wallet.json() == {
+        "user_id": people["id"]["player"],
+        "account_id": None,
+        "currency": "BRL",
+        "balance_cents": 0,
+        "version": 0,
+    }
+    statement = await client.get("/wallet/statement", headers=auth(people["token"]["player"]))
+    assert statement.json() == {
+        "account_id": None,
+        "balance_cents": 0,
+        "lines": [],
+        "next_before_version": None,
+    }
+
+
+async def test_deposit_is_idempotent_by_key_and_shows_in_balance_and_statement(client, people):
+    headers = key()
+    first = await deposit(client, people, 2_500, headers, payment_reference="pix-123")
+    assert first.status_code == 201, first.text
+    created = first.json()
+    assert created["kind"] == "deposit" and created["amount_cents"] == 2_500
+    assert created["credit"]["balance_after_cents"] == 2_500
+    assert created["reference"] == {"payment": "pix-123"}
+    assert created["metadata"] == {"operator": people["id"]["operator"]}
+    assert created["replayed"] is False
+
+    again = await deposit(client, people, 2_500, headers, payment_reference="pix-123")
+    assert again.status_code == 200
+    assert again.json() == {**created, "replayed": True}
+
+    assert_error(await deposit(client, people, 2_501, headers), 409, "idempotency_conflict")
+    withdraw_same_key = await client.post(
+        f"/admin/wallets/{people['id']['player']}/withdrawals",
+        json={"amount_cents": 2_500, "payment_reference": "pix-123"},
+        headers={**auth(people["token"]["operator"]), **headers},
+    )
+    assert_error(withdraw_same_key, 409, "idempotency_conflict")
+
+    player = auth(people["token"]["player"])
+    wallet = (await client.get("/wallet", headers=player)).json()
+    assert wallet["balance_cents"] == 2_500 and wallet["version"] == 1
+    lines = (await client.get("/wallet/statement", headers=player)).json()["lines"]
+    assert len(lines) == 1
+    assert lines[0]["transfer_id"] == f"op:{headers['Idempotency-Key']}"
+    assert lines[0]["balance_after_cents"] == 2_500
+    assert lines[0]["reference"] == {"payment": "pix-123"}
+
+
+async def test_withdrawal_beyond_the_balance_is_refused_and_changes_nothing(client, people):
+    await deposit(client, people, 1_000)
+    operator = auth(people["token"]["operator"])
+    url = f"/admin/wallets/{people['id']['player']}/withdrawals"
+    refused = await client.post(url, json={"amount_cents": 1_001}, headers={**operator, **key()})
+    body = assert_error(refused, 422, "insufficient_funds")
+    assert body["details"]["balance_cents"] == 1_000
+    paid = await client.post(
+        url, json={"amount_cents": 1_000, "note": "PIX out"}, headers={**operator, **key()}
+    )
+    assert paid.status_code == 201, paid.text
+    assert paid.json()["debit"]["balance_after_cents"] == 0
+    assert paid.json()["metadata"]["note"] == "PIX out"
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 0 and wallet["version"] == 2
+
+
+async def test_malformed_money_requests_get_400_and_unknown_users_404(client, people):
+    operator = auth(people["token"]["operator"])
+    url = f"/admin/wallets/{people['id']['player']}/deposits"
+    missing_key = await client.post(url, json={"amount_cents": 100}, headers=operator)
+    assert_error(missing_key, 400, "validation_error")
+    bad_key = await client.post(
+        url, json={"amount_cents": 100}, headers={**operator, "Idempotency-Key": "has space"}
+    )
+    assert_error(bad_key, 400, "validation_error")
+    for body in ({"amount_cents": 0}, {"amount_cents": -1}, {"amount_cents": 1.5},
+                 {"amount_cents": "100"}, {"amount_cents": 10**12 + 1}, {},
+                 {"amount_cents": 100, "extra": 1}):  # fmt: skip
+        assert_error(
+            await client.post(url, json=body, headers={**operator, **key()}),
+            400,
+            "validation_error",
+        )
+    nobody = await client.post(
+        f"/admin/wallets/{uuid.uuid4()}/deposits",
+        json={"amount_cents": 100},
+        headers={**operator, **key()},
+    )
+    assert_error(nobody, 404, "user_not_found")
+
+
+async def test_roles_guard_the_money_and_account_routes(client, people):
+    player, compliance = auth(people["token"]["player"]), auth(people["token"]["compliance"])
+    url = f"/admin/wallets/{people['id']['player']}/deposits"
+    for headers in (player, compliance):
+        refused = await client.post(url, json={"amount_cents": 100}, headers={**headers, **key()})
+        assert_error(refused, 403, "forbidden")
+    assert_error(await client.post(url, json={"amount_cents": 100}, headers=key()), 401,
+                 "not_authenticated")  # fmt: skip
+    assert_error(await client.get("/admin/accounts", headers=player), 403, "forbidden")
+    assert_error(await client.get("/wallet"), 401, "not_authenticated")
+    assert (await client.get("/admin/accounts", headers=compliance)).status_code == 200
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["operator"]))).json()
+    assert wallet["user_id"] == people["id"]["operator"]
+
+
+async def test_operators_and_compliance_read_any_account_and_statement(client, people):
+    for _ in range(3):
+        await deposit(client, people, 100)
+    compliance = auth(people["token"]["compliance"])
+    system = (await client.get("/admin/accounts", headers=compliance)).json()
+    assert {account["type"] for account in system} >= {
+        "cash_in", "cash_out", "house_revenue", "prize_fund", "player_wallet",
+    }  # fmt: skip
+    wallets = await client.get(
+        "/admin/accounts",
+        params={"type": "player_wallet", "owner_id": people["id"]["player"]},
+        headers=compliance,
+    )
+    [wallet] = wallets.json()
+    assert wallet["balance_cents"] == 300 and wallet["may_go_negative"] is False
+    one = await client.get(f"/admin/accounts/{wallet['id']}", headers=compliance)
+    assert one.json() == wallet
+    page = await client.get(
+        f"/admin/accounts/{wallet['id']}/statement", params={"limit": 2}, headers=compliance
+    )
+    assert [line["account_version"] for line in page.json()["lines"]] == [3, 2]
+    assert page.json()["next_before_version"] == 2
+    rest = await client.get(
+        f"/admin/accounts/{wallet['id']}/statement",
+        params={"limit": 2, "before_version": 2},
+        headers=compliance,
+    )
+    assert [line["account_version"] for line in rest.json()["lines"]] == [1]
+    assert rest.json()["next_before_version"] is None
+    cash_in = next(account for account in system if account["type"] == "cash_in")
+    assert (await client.get(f"/admin/accounts/{cash_in['id']}", headers=compliance)).json()[
+        "balance_cents"
+    ] == -300
+    assert_error(
+        await client.get(f"/admin/accounts/{uuid.uuid4()}", headers=compliance),
+        404,
+        "account_not_found",
+    )
+    assert_error(
+        await client.get(f"/admin/accounts/{uuid.uuid4()}/statement", headers=compliance),
+        404,
+        "account_not_found",
+    )
+    assert_error(
+        await client.get("/admin/accounts", params={"type": "piggy_bank"}, headers=compliance),
+        400,
+        "validation_error",
+    )
+
+
+async def post_event(client, settings, event: dict, signature: str | None = "sign", raw=None):
+    body = raw if raw is not None else json.dumps(event).encode()
+    headers = {"content-type": "application/json"}
+    if signature == "sign":
+        headers["X-Raiz-Signature"] = sign(settings.payment_webhook_secret, body)
+    elif signature is not None:
+        headers["X-Raiz-Signature"] = signature
+    return await client.post("/payments/webhook", content=body, headers=headers)
+
+
+def event(people, **overrides) -> dict:
+    return {
+        "event_id": "evt_1",
+        "type": "deposit.succeeded",
+        "user_id": people["id"]["player"],
+        "amount_cents": 5_000,
+        "currency": "BRL",
+        "payment_id": "pay_77",
+        **overrides,
+    }
+
+
+async def test_the_webhook_applies_a_signed_event_once(client, settings, people):
+    first = await post_event(client, settings, event(people))
+    assert first.status_code == 200, first.text
+    assert first.json()["replayed"] is False
+    transfer = first.json()["transfer"]
+    assert transfer["id"] == "payment:evt_1" and transfer["kind"] == "deposit"
+    assert transfer["reference"] == {"payment": "pay_77", "provider_event": "evt_1"}
+
+    replay = await post_event(client, settings, event(people))
+    assert replay.status_code == 200
+    assert replay.json() == {"event_id": "evt_1", "transfer": {**transfer, "replayed": True},
+                             "replayed": True}  # fmt: skip
+    conflicting = await post_event(client, settings, event(people, amount_cents=5_001))
+    assert_error(conflicting, 409, "idempotency_conflict")
+
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 5_000 and wallet["version"] == 1
+
+
+async def test_the_webhook_refuses_missing_wrong_and_stale_signatures(client, settings, people):
+    good = event(people, event_id="evt_2")
+    assert_error(await post_event(client, settings, good, signature=None), 401, "invalid_signature")
+    assert_error(
+        await post_event(client, settings, good, signature="sha256=" + "0" * 64),
+        401,
+        "invalid_signature",
+    )
+    assert_error(
+        await post_event(client, settings, good, signature=sign("another-secret", b"{}")),
+        401,
+        "invalid_signature",
+    )
+    # A signature of another body does not carry over (amount changed after signing).
+    signed_body = json.dumps(good).encode()
+    tampered = json.dumps({**good, "amount_cents": 9_999_999}).encode()
+    assert_error(
+        await post_event(client, settings, good, signature=sign(settings.payment_webhook_secret,
+                         signed_body), raw=tampered),
+        401,
+        "invalid_signature",
+    )  # fmt: skip
+    assert_error(
+        await post_event(client, settings, good, raw=b"{not json"), 400, "validation_error"
+    )
+    assert_error(
+        await post_event(client, settings, event(people, type="refund.created")),
+        400,
+        "validation_error",
+    )
+    assert_error(
+        await post_event(client, settings, event(people, user_id=str(uuid.uuid4()))),
+        404,
+        "user_not_found",
+    )
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 0
+
+
+async def test_ledger_metrics_are_exported(client, people):
+    await deposit(client, people, 123)
+    body = (await client.get("/metrics")).text
+    assert 'raiz_ledger_transfers_total{kind="deposit"}' in body
+    assert 'raiz_ledger_transferred_cents_total{kind="deposit"}' in body
