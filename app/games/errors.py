@@ -25,6 +25,7 @@ ERROR_CODES: frozenset[str] = frozenset(
         "wrong_phase",
         "not_your_turn",
         "no_deadline",
+        "stale_deadline",
         "unknown_action",
         "invalid_action",
         "unsupported_ruleset",
@@ -50,6 +51,7 @@ ERROR_CODES: frozenset[str] = frozenset(
         "unknown_option",
         "invalid_option_value",
         "invalid_card",
+        "invalid_hand",
     }
 )
 

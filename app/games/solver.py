@@ -162,7 +162,8 @@ class _Search:
         return JOKER
 
     # --- three cards per meld (three_threes, and "two melds" inside any hand) -------------
-    def threes(self, need: int, skips: int, jokers: int) -> bool:
+    def threes(self, need: int, skips: int, jokers: int, left: int) -> bool:
+        """Find ``need`` more 3-card melds among the ``left`` remaining cards."""
         count = self.count
         face = self.lowest()
         if need == 0:
@@ -185,14 +186,10 @@ class _Search:
                     return True
                 count[face] = 1
             return False
-        if face == JOKER:
+        if face == JOKER or left < 3 * need:
             return False
         count[face] -= 1
-        if skips and (not self.cover or self.discardable[face]):
-            self.path.append((face,))
-            if self.threes(need, skips - 1, jokers):
-                return True
-            self.path.pop()
+        path = self.path
         for first, second in self.tables[face]:
             used = 0
             if first == JOKER:
@@ -212,14 +209,19 @@ class _Search:
                 count[first] -= 1
             if second != JOKER:
                 count[second] -= 1
-            self.path.append((face, first, second))
-            if self.threes(need - 1, skips, jokers - used):
+            path.append((face, first, second))
+            if self.threes(need - 1, skips, jokers - used, left - 3):
                 return True
-            self.path.pop()
+            path.pop()
             if first != JOKER:
                 count[first] += 1
             if second != JOKER:
                 count[second] += 1
+        if skips and (not self.cover or self.discardable[face]):
+            path.append((face,))
+            if self.threes(need, skips - 1, jokers, left - 1):
+                return True
+            path.pop()
         count[face] += 1
         return False
 
@@ -432,7 +434,12 @@ def _solve(
                 continue
         search.designate(designation, hand.plain, locked)
         jokers = len(designation.jokers)
-        if search.threes(3, skips, jokers) if three else search.any_cover(skips, jokers):
+        covered = (
+            search.threes(3, skips, jokers, len(cards))
+            if three
+            else search.any_cover(skips, jokers)
+        )
+        if covered:
             return _to_result(hand.plain, designation, search.path, locked)
     return None
 
@@ -511,13 +518,16 @@ def has_two_disjoint_melds(
     Any valid meld of 4+ cards contains a valid 3-card meld, so 3-card melds suffice.
     """
     rules = rules or MeldRules()
+    lonely = _lonely_plain(cards, wilds, rules)
+    if lonely:
+        cards = [card for card in cards if card not in lonely]  # they fit in no meld
     if len(cards) < 6:
         return False
     hand = _Hand(cards, wilds, rules, filtered=False)
     search = _Search(hand.plain, hand.faces, rules, _NO_CARDS, cover=False)
     for designation in _designations(hand.wild, _NO_CARDS):
         search.designate(designation, hand.plain, _NO_CARDS)
-        if search.threes(2, _MANY, len(designation.jokers)):
+        if search.threes(2, _MANY, len(designation.jokers), len(cards)):
             return True
     return False
 

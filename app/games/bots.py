@@ -1,0 +1,221 @@
+"""A heuristic bot that sees only a player's view (``views.player_view``) and its seat.
+
+It keeps pairs and near-runs, discards the card with the fewest links to the rest of the
+hand, takes the discard top only when it closes or clearly helps, decides mandar/correr from
+hand strength and lives (always mandar when nobody else did, forced mandar in marra), and
+claims a discard only when it checked with the solver that the card closes its hand. It is
+deterministic: ties are broken by a hash of ``tie_break`` and the card.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
+from app.games.melds import MeldRules
+from app.games.solver import find_close, has_two_disjoint_melds
+
+__all__ = ("HeuristicBot", "hand_strength")
+
+WILD_KEEP_SCORE = 100
+"""A wild card is (almost) never discarded."""
+MELD_BONUS = 3
+"""Extra score for a card that is part of a complete natural 3-meld in hand."""
+MANDAR_THRESHOLD = 7
+"""Hand strength from which the bot plays the round."""
+CAUTION_LIVES = 3
+"""At or below this many lives the bot needs a stronger hand to play."""
+CAUTION_EXTRA = 2
+"""Extra strength needed when cautious."""
+TAKE_LINKS = 3
+"""Link weight to the hand from which the discard top is worth taking."""
+
+
+@lru_cache(maxsize=16)
+def _rules(shape: str, ace_high: bool, same_suit: bool, per_meld: int, full: bool) -> MeldRules:
+    return MeldRules(shape, ace_high, same_suit, per_meld, full)
+
+
+def _link_weight(first: int, second: int) -> int:
+    """How much two faces help each other: same rank (2), adjacent run (2), gapped run (1)."""
+    if first == second:
+        return 0
+    rank_a, rank_b = first % RANKS_PER_SUIT, second % RANKS_PER_SUIT
+    if rank_a == rank_b:
+        return 2
+    if first // RANKS_PER_SUIT != second // RANKS_PER_SUIT:
+        return 0
+    gap = abs(rank_a - rank_b)
+    gap = min(gap, RANKS_PER_SUIT - gap) if 0 in (rank_a, rank_b) else gap  # ace high
+    return 2 if gap == 1 else 1 if gap == 2 else 0
+
+
+_LINKS = tuple(
+    tuple(_link_weight(first, second) for second in range(CARDS_PER_DECK))
+    for first in range(CARDS_PER_DECK)
+)
+_NEIGHBOURS = tuple(
+    tuple((second, weight) for second, weight in enumerate(row) if weight) for row in _LINKS
+)
+
+
+def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
+    faces = [card % CARDS_PER_DECK for card in hand]
+    templates = rules.tables.templates
+    present: dict[int, int] = {}
+    for face in faces:
+        present[face] = present.get(face, 0) + 1
+    scores = {}
+    for card, face in zip(hand, faces, strict=True):
+        if card in wilds:
+            scores[card] = WILD_KEEP_SCORE
+            continue
+        score = 0
+        for other, weight in _NEIGHBOURS[face]:
+            if other in present:
+                score += weight * present[other]
+        for first, second in templates[face]:
+            if first >= 0 and second >= 0 and first in present and second in present:
+                score += MELD_BONUS
+                break
+        scores[card] = score
+    return scores
+
+
+@lru_cache(maxsize=4096)
+def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
+    return has_two_disjoint_melds(hand, wilds, rules)
+
+
+def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """A rough strength: wilds, links between cards, and two complete melds."""
+    scores = _card_scores(hand, wilds, rules)
+    wild_count = sum(1 for card in hand if card in wilds)
+    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
+    two = 4 if has_two_disjoint_melds(hand, wilds, rules) else 0
+    return 3 * wild_count + links + two
+
+
+class HeuristicBot:
+    """Deterministic heuristic player for one seat."""
+
+    __slots__ = ("seat", "tie_break")
+
+    def __init__(self, seat: int, tie_break: int = 0) -> None:
+        self.seat = seat
+        """The seat this bot plays."""
+        self.tie_break = tie_break
+        """Seed of the hash that orders equally good discards."""
+
+    def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        """The action to send now (as a dict), or ``None`` when there is nothing to do."""
+        current = view.get("round")
+        if view.get("over") or current is None or view.get("waiting_for_chance"):
+            return None
+        options = view["options"]
+        rules = _rules(
+            options["meld_shape"],
+            options["ace_high"],
+            options["set_same_suit_allowed"],
+            options["wilds_per_meld"],
+            options["full_close_allowed"] and options["meld_shape"] != "three_threes",
+        )
+        seat = self.seat
+        phase = current["phase"]
+        hand: list[int] = current["hand"]
+        wilds = frozenset(current["wilds"]).difference(current["plain_wilds"])
+        if phase == "deciding":
+            if seat == current["dealer"] or current["my_decision"] is not None or not hand:
+                return None
+            return self._decide(view, hand, wilds, rules, others_mandar=None)
+        if phase == "dealer_deciding":
+            if seat != current["dealer"]:
+                return None
+            return self._decide(view, hand, wilds, rules, current["mandar_count"])
+        if phase == "claim_window":
+            return self._claim(view, hand, wilds, rules)
+        if current["turn"] != seat:
+            return None
+        if phase == "draw":
+            return self._draw(view, hand, wilds, rules)
+        if phase == "discard":
+            return self._discard(current, hand, wilds, rules)
+        return None
+
+    def _decide(
+        self,
+        view: dict[str, Any],
+        hand: list[int],
+        wilds: frozenset[int],
+        rules: MeldRules,
+        others_mandar: int | None,
+    ) -> dict[str, Any]:
+        lives = view["lives"][self.seat]
+        if lives == 1 or others_mandar == 0:
+            mandar = True  # marra, or the dealer alone would win the round outright
+        else:
+            need = MANDAR_THRESHOLD + (CAUTION_EXTRA if lives <= CAUTION_LIVES else 0)
+            mandar = hand_strength(hand, wilds, rules) >= need
+        return {"type": "decide", "seat": self.seat, "mandar": mandar}
+
+    def _draw(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any]:
+        current = view["round"]
+        pile = current["pile"]
+        if pile and self.seat not in current["burned"]:
+            top = pile[-1]
+            mine = wilds - {top} if view["options"]["wild_from_discard_is_plain"] else wilds
+            if find_close([*hand, top], mine, rules, self._locks(view, top)) is not None:
+                return {"type": "draw_discard", "seat": self.seat}
+            if top in mine:
+                return {"type": "draw_discard", "seat": self.seat}
+            face = top % CARDS_PER_DECK
+            links = sum(_LINKS[face][card % CARDS_PER_DECK] for card in hand if card not in wilds)
+            if links >= TAKE_LINKS and not view["options"]["restricted_discard_draw"]:
+                return {"type": "draw_discard", "seat": self.seat}
+        return {"type": "draw_stock", "seat": self.seat}
+
+    def _discard(
+        self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any]:
+        locked = frozenset(current["locked"])
+        if find_close(hand, wilds, rules, locked) is not None:
+            return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
+        scores = _card_scores(hand, wilds, rules)
+        candidates = [card for card in hand if card not in locked]
+        card = min(candidates, key=lambda card: (scores[card], self._order(card)))
+        return {"type": "discard", "seat": self.seat, "card": card}
+
+    def _claim(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any] | None:
+        current = view["round"]
+        window = current["claim_window"]
+        if (
+            window is None
+            or self.seat not in (current["players"] or ())
+            or self.seat == window["discarder"]
+            or self.seat in current["burned"]
+            or current["claimed"]
+        ):
+            return None
+        # a claim needs two melds in hand; the hand only changes on the bot's own turns
+        if not _holds_two_melds(tuple(hand), wilds, rules):
+            return None
+        card = window["card"]
+        mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
+        # never claim blindly: only when the claimed card closes the hand
+        if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
+            return {"type": "claim", "seat": self.seat}
+        return None
+
+    @staticmethod
+    def _locks(view: dict[str, Any], card: int) -> frozenset[int]:
+        if view["options"]["discard_lock_identical"]:
+            return frozenset((card, *identical_ids(card, view["decks"])))
+        return frozenset((card,))
+
+    def _order(self, card: int) -> int:
+        return (card * 2654435761 + self.tie_break * 40503) % (1 << 32)
