@@ -39,6 +39,7 @@ from app.games.events import (
     MatchStarted,
     Reshuffled,
     canonical_bytes,
+    freeze,
 )
 from app.games.options import RummyOptions
 from app.games.state import Deadline, RoundState
@@ -57,7 +58,9 @@ class CachetaMatch(TurnActions):
             seats=seats,
             lives=options.lives,
             decks=self.decks,
-            options=tuple(sorted(options.to_dict().items(), key=lambda item: item[0])),
+            options=tuple(
+                (name, freeze(value)) for name, value in sorted(self.options_dict.items())
+            ),
         )
         self._batch = []
         if options.first_dealer == "creator":

@@ -39,6 +39,7 @@ __all__ = (
     "TurnStarted",
     "canonical_bytes",
     "event_from_dict",
+    "freeze",
     "to_jsonable",
 )
 
@@ -407,14 +408,15 @@ EVENT_TYPES: dict[str, type[Event]] = {
 """Every event class by its ``type``."""
 
 
-def _to_tuples(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_to_tuples(item) for item in value)
+def freeze(value: Any) -> Any:
+    """Lists become tuples, recursively (the inverse of ``to_jsonable`` for events)."""
+    if isinstance(value, list | tuple):
+        return tuple(freeze(item) for item in value)
     return value
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event from :meth:`Event.to_dict` output."""
     cls = EVENT_TYPES[data["type"]]
-    values = {field.name: _to_tuples(data[field.name]) for field in dataclasses.fields(cls)}
+    values = {field.name: freeze(data[field.name]) for field in dataclasses.fields(cls)}
     return cls(**values)

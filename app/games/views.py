@@ -137,13 +137,14 @@ def player_view(match: CachetaMatch, seat: int, hints: bool = True) -> dict[str,
     mine = view["round"]
     hand = current.hands.get(seat, [])
     mine["hand"] = list(hand)
-    mine["plain_wilds"] = sorted(current.plain.get(seat, ()))
+    # only the plain wilds in hand: the others' places are not this player's to see
+    mine["plain_wilds"] = sorted(current.plain.get(seat, set()).intersection(hand))
     mine["my_decision"] = current.decisions.get(seat)
     if current.phase == "dealer_deciding" and seat == current.dealer:
         mine["mandar_count"] = sum(current.decisions.values())
     in_turn = current.phase == "discard" and current.turn == seat
     mine["drawn"] = current.drawn if in_turn else None
-    mine["locked"] = sorted(current.locked) if in_turn else []
+    mine["locked"] = sorted(current.locked.intersection(hand)) if in_turn else []
     mine["claimed"] = current.phase == "claim_window" and seat in current.claims
     if hints:
         wilds = current.wilds_for(seat)

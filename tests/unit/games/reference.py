@@ -9,7 +9,7 @@ going to substituting wilds. Closing: subset dynamic programming over every part
 from __future__ import annotations
 
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from itertools import combinations, product
 
 SUITS = range(4)
@@ -34,7 +34,7 @@ def _concrete_melds(size: int, ace_high: bool, same_suit: bool) -> list[Counter[
     return melds
 
 
-@lru_cache(maxsize=None)
+@cache
 def _melds_of_size(size: int, ace_high: bool, same_suit: bool) -> tuple[Counter[int], ...]:
     return tuple(_concrete_melds(size, ace_high, same_suit))
 
@@ -47,7 +47,9 @@ def ref_block_valid(
     plain = [card % 52 for card in block if card not in wilds]
     wild = [card % 52 for card in block if card in wilds]
     for standing in product((True, False), repeat=len(wild)):
-        naturals = Counter(plain + [face for face, stands in zip(wild, standing) if stands])
+        naturals = Counter(
+            plain + [face for face, stands in zip(wild, standing, strict=True) if stands]
+        )
         jokers = len(block) - sum(naturals.values())
         if jokers > wpm or not naturals:
             continue
@@ -86,7 +88,7 @@ def reference(
             return False
         return not sized or shape != "three_threes" or bin(mask).count("1") == 3
 
-    @lru_cache(maxsize=None)
+    @cache
     def cover(mask: int) -> bool:
         if mask == 0:
             return True
