@@ -12,7 +12,12 @@ from app.games.simulate import stream_chance_factory
 
 from .support import RandomChance
 
-EXAMPLE = "AH 2H 3H 4S 5S 6S 9C 9D 9H KD".split()
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+EXAMPLE = words("AH 2H 3H 4S 5S 6S 9C 9D 9H KD")
 
 
 def check(*args: str, stdin: str | None = None) -> tuple[int, str]:
@@ -33,7 +38,7 @@ def test_check_hand_issue_example() -> None:
 
 
 def test_check_hand_vira_is_optional_and_makes_the_wild() -> None:
-    hand = "AH 2H 3H 4S 5S 6S 9C 9D 6H KD".split()  # 6H stands in for a nine with vira 5H
+    hand = words("AH 2H 3H 4S 5S 6S 9C 9D 6H KD")  # 6H stands in for a nine with vira 5H
     assert json.loads(check("--vira", "5h", *hand)[1])["can_close"] is True
     assert json.loads(check(*hand)[1]) == {
         "can_close": False,
@@ -45,36 +50,36 @@ def test_check_hand_vira_is_optional_and_makes_the_wild() -> None:
 
 def test_check_hand_lists_each_closing_discard_once_sorted() -> None:
     # a run of four: either end may go, listed in card order
-    hand = "AH 2H 3H 4H 5S 6S 7S 9C 9D 9S".split()
+    hand = words("AH 2H 3H 4H 5S 6S 7S 9C 9D 9S")
     assert json.loads(check(*hand)[1])["discards"] == ["AH", "4H"]
     # identical twins: either closes, listed once
-    twins = "2C 3C 4C 5S 6S 7S 9C 9D 9H 9H".split()
+    twins = words("2C 3C 4C 5S 6S 7S 9C 9D 9H 9H")
     assert json.loads(check(*twins)[1])["discards"] == ["9H"]
 
 
 def test_check_hand_option_overrides() -> None:
-    qka = "QH KH AH 4S 5S 6S 9C 9D 9H 2D".split()
+    qka = words("QH KH AH 4S 5S 6S 9C 9D 9H 2D")
     assert json.loads(check(*qka)[1])["can_close"] is True
     assert json.loads(check("--option", "ace_high=false", *qka)[1])["can_close"] is False
-    four_five = "2C 3C 4C 5C 8D 9D 10D JD QD KS".split()
+    four_five = words("2C 3C 4C 5C 8D 9D 10D JD QD KS")
     assert json.loads(check(*four_five)[1])["can_close"] is False
     assert json.loads(check("--option", "meld_shape=any", *four_five)[1])["discards"] == ["KS"]
-    full = "2C 3C 4C 5C 8D 9D 10D JD QD KD".split()
+    full = words("2C 3C 4C 5C 8D 9D 10D JD QD KD")
     answer = json.loads(
         check("--option", "meld_shape=any", "--option", "full_close_allowed=true", *full)[1]
     )
     assert answer["full_close"] is True and answer["can_close"] is True
-    eleven = "2C 3C 4C 5C 8D 9D 10D JD QD KD 7H".split()
+    eleven = words("2C 3C 4C 5C 8D 9D 10D JD QD KD 7H")
     answer = json.loads(
         check("--preset", "cacheta-classic", "--option", "hand_size=10", *eleven)[1]
     )
     assert answer["discards"] == ["7H"]
-    wide = "9C 9D 6D AH 2H 3H 4S 5S 6S KC".split()
+    wide = words("9C 9D 6D AH 2H 3H 4S 5S 6S KC")
     assert json.loads(check("--vira", "5H", *wide)[1])["can_close"] is False
     assert json.loads(check("--vira", "5H", "--option", "wild_scope=same_color", *wide)[1])[
         "discards"
     ] == ["KC"]
-    jokers = "9C 6H 6H AH 2H 3H 4S 5S 6S KC".split()
+    jokers = words("9C 6H 6H AH 2H 3H 4S 5S 6S KC")
     assert json.loads(check("--vira", "5H", *jokers)[1])["can_close"] is False
     assert json.loads(check("--vira", "5H", "--option", "wilds_per_meld=2", *jokers)[1])[
         "can_close"
