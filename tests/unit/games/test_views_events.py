@@ -129,7 +129,7 @@ def test_action_records_round_trip_and_bad_records_are_refused() -> None:
         assert error.value.code == code
 
 
-def test_refused_actions_change_nothing() -> None:
+def test_rule_1_refused_actions_and_closes_change_nothing() -> None:
     match = play(hands={1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")})
     before = (match.state_hash(), len(match.events), len(match.inputs))
     attempts = [
@@ -156,7 +156,7 @@ def test_refused_actions_change_nothing() -> None:
     assert match.round is not None and match.round.phase == "discard"
 
 
-def test_close_with_a_client_partition_or_found_by_the_server() -> None:
+def test_rule_1_close_with_a_client_partition_or_found_by_the_server() -> None:
     hands = {1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}
     server = play(hands=hands, stock=cs("9S"))
     server.draw_stock(1)
@@ -175,7 +175,7 @@ def test_close_with_a_client_partition_or_found_by_the_server() -> None:
     assert error.value.code == "cannot_close"
 
 
-def test_option_wild_from_discard_is_plain_for_the_taker() -> None:
+def test_rule_1_option_wild_from_discard_is_plain_for_the_taker() -> None:
     # vira 5H: 6H is wild; seat 2 takes 6H from the pile and may not use it as a joker
     hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
     for plain in (False, True):
