@@ -106,51 +106,54 @@ class CoverSearch:
         "cover",
         "discardable",
         "failed",
+        "hand",
         "joker_discardable",
+        "locked",
         "order",
         "path",
-        "plain_discardable",
         "rules",
         "tables",
     )
 
     def __init__(
-        self,
-        plain: dict[int, list[int]],
-        faces: list[int],
-        rules: MeldRules,
-        locked: frozenset[int],
-        cover: bool,
+        self, hand: HandSplit, rules: MeldRules, locked: frozenset[int], cover: bool
     ) -> None:
         self.rules = rules
         self.tables = rules.tables.templates
         self.cover = cover
-        count = [0] * CARDS_PER_DECK
-        discardable = [False] * CARDS_PER_DECK
-        for face, cards in plain.items():
-            count[face] = len(cards)
-            discardable[face] = not locked or any(card not in locked for card in cards)
-        self.count = count
-        self.discardable = discardable
-        self.plain_discardable = list(discardable)
+        self.hand = hand
+        self.locked = locked
+        self.count = list(hand.count)
+        # None: nothing is locked, every face may be the discard
+        self.discardable: list[bool] | None = None
+        if locked:
+            discardable = [False] * CARDS_PER_DECK
+            for face, cards in hand.plain.items():
+                discardable[face] = any(card not in locked for card in cards)
+            self.discardable = discardable
         self.joker_discardable = False
-        self.order = faces
+        self.order = hand.faces
         self.path: list[tuple[int, ...]] = []
         self.failed: set[tuple[int, ...]] = set()
 
-    def designate(
-        self, designation: Designation, plain: dict[int, list[int]], locked: frozenset[int]
-    ) -> None:
+    def designate(self, designation: Designation) -> None:
         """Reset the counts of the wild faces for ``designation``."""
         count = self.count
+        plain = self.hand.plain
+        locked = self.locked
+        discardable = self.discardable
         for face, standing in designation.standing.items():
-            count[face] = len(plain.get(face, ())) + len(standing)
-            self.discardable[face] = self.plain_discardable[face] or any(
-                card not in locked for card in standing
-            )
+            copies = plain.get(face, ())
+            count[face] = len(copies) + len(standing)
+            if discardable is not None:
+                discardable[face] = any(card not in locked for card in (*copies, *standing))
         self.joker_discardable = any(card not in locked for card in designation.jokers)
         self.path.clear()
         self.failed.clear()
+
+    def may_discard(self, face: int) -> bool:
+        """Whether an unlocked natural copy of ``face`` exists."""
+        return self.discardable is None or self.discardable[face]
 
     def lowest(self) -> int:
         count = self.count
@@ -163,7 +166,11 @@ class CoverSearch:
     def threes(self, need: int, skips: int, jokers: int, left: int) -> bool:
         """Find ``need`` more 3-card melds among the ``left`` remaining cards."""
         count = self.count
-        face = self.lowest()
+        for face in self.order:
+            if count[face]:
+                break
+        else:
+            face = JOKER
         if need == 0:
             if not self.cover or (face == JOKER and jokers == 0):
                 return True
@@ -176,7 +183,7 @@ class CoverSearch:
                 and face != JOKER
                 and jokers == 0
                 and count[face] == 1
-                and self.discardable[face]
+                and self.may_discard(face)
             ):
                 count[face] = 0
                 if self.lowest() == JOKER:
@@ -215,7 +222,7 @@ class CoverSearch:
                 count[first] += 1
             if second != JOKER:
                 count[second] += 1
-        if skips and (not self.cover or self.discardable[face]):
+        if skips and (not self.cover or self.may_discard(face)):
             path.append((face,))
             if self.threes(need, skips - 1, jokers, left - 1):
                 return True
@@ -238,7 +245,7 @@ class CoverSearch:
         if key in self.failed:
             return False
         count[face] -= 1
-        if skips and self.discardable[face]:
+        if skips and self.may_discard(face):
             self.path.append((face,))
             if self.any_cover(skips - 1, jokers):
                 return True
@@ -369,7 +376,7 @@ def lonely_plain(
 class HandSplit:
     """A hand split by face into plain and wild cards."""
 
-    __slots__ = ("faces", "lonely_wild", "plain", "wild")
+    __slots__ = ("count", "faces", "lonely_wild", "plain", "wild")
 
     def __init__(
         self,
@@ -380,6 +387,7 @@ class HandSplit:
     ) -> None:
         plain: dict[int, list[int]] = {}
         wild: dict[int, list[int]] = {}
+        count = [0] * CARDS_PER_DECK
         present = 0
         for card in cards:
             face = card % CARDS_PER_DECK
@@ -387,11 +395,18 @@ class HandSplit:
             if card in wilds:
                 wild.setdefault(face, []).append(card)
             else:
+                count[face] += 1
                 plain.setdefault(face, []).append(card)
         self.plain = plain
+        """Face -> plain (non-wild) card ids."""
         self.wild = wild
+        """Face -> wild card ids."""
+        self.count = count
+        """Plain copies per face."""
         self.faces = sorted(plain.keys() | wild.keys())
+        """Every face in the hand, ascending."""
         self.lonely_wild: frozenset[int] = frozenset()
+        """Wild faces with no partner face in the hand (when the filter applies)."""
         if filtered and wild:
             partners = rules.tables.partners
             self.lonely_wild = frozenset(face for face in wild if not partners[face] & present)
@@ -421,7 +436,7 @@ def solve(
         found = solve(rest, wilds, rules, locked, 0)
         return None if found is None else CloseResult(found.melds, forced)
     hand = HandSplit(cards, wilds, rules, lonely is not None)
-    search = CoverSearch(hand.plain, hand.faces, rules, locked, cover=True)
+    search = CoverSearch(hand, rules, locked, cover=True)
     joker_cap = 3 * rules.wilds_per_meld + skips if three else len(cards)
     for designation in designations(hand.wild, locked):
         if len(designation.jokers) > joker_cap:
@@ -430,7 +445,7 @@ def solve(
             standing_lonely = sum(len(designation.standing[face]) for face in hand.lonely_wild)
             if len(lonely) + standing_lonely > skips:
                 continue
-        search.designate(designation, hand.plain, locked)
+        search.designate(designation)
         jokers = len(designation.jokers)
         covered = (
             search.threes(3, skips, jokers, len(cards))

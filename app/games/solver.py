@@ -108,9 +108,9 @@ def has_two_disjoint_melds(
     if len(cards) < 6:
         return False
     hand = HandSplit(cards, wilds, rules, filtered=False)
-    search = CoverSearch(hand.plain, hand.faces, rules, _NO_CARDS, cover=False)
+    search = CoverSearch(hand, rules, _NO_CARDS, cover=False)
     for designation in designations(hand.wild, _NO_CARDS):
-        search.designate(designation, hand.plain, _NO_CARDS)
+        search.designate(designation)
         if search.threes(2, _MANY, len(designation.jokers), len(cards)):
             return True
     return False
