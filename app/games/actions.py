@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from app.games.errors import GameError
-from app.games.events import to_jsonable
+from app.games.events import record_to_dict
 
 __all__ = (
     "ACTION_TYPES",
@@ -39,10 +39,11 @@ class Action:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": ..., fields...}`` (lists for tuples)."""
-        result: dict[str, Any] = {"type": self.type}
-        for field in dataclasses.fields(self):
-            result[field.name] = to_jsonable(getattr(self, field.name))
-        return result
+        return record_to_dict(self)
+
+    def arguments(self) -> tuple[Any, ...]:
+        """The field values in order: the arguments of the match method named ``type``."""
+        return tuple(getattr(self, field.name) for field in dataclasses.fields(self))
 
 
 @dataclass(frozen=True, slots=True)

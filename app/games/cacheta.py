@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from app.games.actions import (
+    ACTION_TYPES,
     AbandonWin,
     Action,
     ChanceInput,
     Claim,
-    ClaimWindowClosed,
     Close,
     Decide,
     Discard,
@@ -45,7 +45,10 @@ from app.games.options import RummyOptions
 from app.games.state import Deadline, RoundState
 from app.games.turns import TurnActions, _passes
 
-__all__ = ("CachetaMatch", "new_match", "replay", "restore")
+__all__ = ("PLAYER_ACTIONS", "CachetaMatch", "new_match", "replay", "restore")
+
+PLAYER_ACTIONS = (Decide, DrawStock, DrawDiscard, Discard, Close, Claim)
+"""Actions a player sends (the others come from timers, the service and ``rng/``)."""
 
 
 class CachetaMatch(TurnActions):
@@ -318,40 +321,30 @@ class CachetaMatch(TurnActions):
 
     # --- uniform input ---------------------------------------------------------------------------
     def apply(self, action: Action | dict[str, Any]) -> tuple[Event, ...]:
-        """Apply one input record (or its dict form) -- what the service and replays use."""
+        """Apply one input record (or its dict form) -- what the service and replays use.
+
+        A record of type ``x`` calls the method ``x`` with the record's fields in order
+        (``ChanceInput`` also checks that it answers the pending request).
+        """
         record = action_from_dict(action) if isinstance(action, dict) else action
-        if isinstance(record, Decide):
-            return self.decide(record.seat, record.mandar)
-        if isinstance(record, DrawStock):
-            return self.draw_stock(record.seat)
-        if isinstance(record, DrawDiscard):
-            return self.draw_discard(record.seat)
-        if isinstance(record, Discard):
-            return self.discard(record.seat, record.card)
-        if isinstance(record, Close):
-            return self.close(record.seat, record.partition, record.discard)
-        if isinstance(record, Claim):
-            return self.claim(record.seat)
-        if isinstance(record, Timeout):
-            return self.timeout(record.token)
-        if isinstance(record, ClaimWindowClosed):
-            return self.claim_window_closed()
-        if isinstance(record, AbandonWin):
-            return self.abandon_win(record.seat)
-        if isinstance(record, ChanceInput):
-            request = self.pending_chance()
-            if request is not None and (request.kind, request.round_number, request.label) != (
-                record.kind,
-                record.round,
-                record.label,
-            ):
-                raise GameError(
-                    "invalid_chance",
-                    f"expected the {request.label} input of round {request.round_number}",
-                    {"kind": request.kind, "round": request.round_number, "label": request.label},
-                )
-            return self.apply_chance(record.value)
-        raise GameError("unknown_action", f"unknown action {record!r}")
+        if not isinstance(record, ChanceInput):
+            method = getattr(self, record.type, None)
+            if record.type not in ACTION_TYPES or method is None:
+                raise GameError("unknown_action", f"unknown action {record!r}")
+            events: tuple[Event, ...] = method(*record.arguments())
+            return events
+        request = self.pending_chance()
+        if request is not None and (request.kind, request.round_number, request.label) != (
+            record.kind,
+            record.round,
+            record.label,
+        ):
+            raise GameError(
+                "invalid_chance",
+                f"expected the {request.label} input of round {request.round_number}",
+                {"kind": request.kind, "round": request.round_number, "label": request.label},
+            )
+        return self.apply_chance(record.value)
 
     def legal_actions(self, seat: int) -> list[Action]:
         """Every player action ``seat`` may take now (agrees with ``can_x`` by construction)."""
@@ -372,20 +365,11 @@ class CachetaMatch(TurnActions):
         return [action for action in candidates if self.can_act(action)]
 
     def can_act(self, action: Action) -> bool:
-        """Whether the player action ``action`` would be accepted now."""
-        if isinstance(action, Decide):
-            return self.can_decide(action.seat, action.mandar)
-        if isinstance(action, DrawStock):
-            return self.can_draw_stock(action.seat)
-        if isinstance(action, DrawDiscard):
-            return self.can_draw_discard(action.seat)
-        if isinstance(action, Discard):
-            return self.can_discard(action.seat, action.card)
-        if isinstance(action, Close):
-            return self.can_close(action.seat, action.partition, action.discard)
-        if isinstance(action, Claim):
-            return self.can_claim(action.seat)
-        return False
+        """Whether the player action ``action`` would be accepted now (its ``can_x``)."""
+        if not isinstance(action, PLAYER_ACTIONS):
+            return False
+        check = getattr(self, f"can_{action.type}")
+        return bool(check(*action.arguments()))
 
     # --- snapshot ---------------------------------------------------------------------------
     def state_hash(self) -> str:

@@ -40,6 +40,7 @@ __all__ = (
     "canonical_bytes",
     "event_from_dict",
     "freeze",
+    "record_to_dict",
     "to_jsonable",
 )
 
@@ -73,6 +74,14 @@ def canonical_bytes(obj: Any) -> bytes:
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def record_to_dict(record: Any) -> dict[str, Any]:
+    """``{"type": record.type, field: value, ...}`` of a record dataclass, lists for tuples."""
+    result: dict[str, Any] = {"type": record.type}
+    for field in dataclasses.fields(record):
+        result[field.name] = to_jsonable(getattr(record, field.name))
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """Base of every event: ``type`` names it, ``seq`` orders it within the match."""
@@ -83,10 +92,7 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": ..., "seq": ..., fields...}`` with lists for tuples."""
-        result: dict[str, Any] = {"type": self.type}
-        for field in dataclasses.fields(self):
-            result[field.name] = to_jsonable(getattr(self, field.name))
-        return result
+        return record_to_dict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ __all__ = (
     "RandomStream",
     "SimulationReport",
     "StreamChanceSource",
+    "bot_step",
     "play_match",
     "round_seed",
     "sha256_stand_in_stream",
@@ -167,15 +168,17 @@ def play_match(
     for _ in range(MAX_INPUTS_PER_MATCH):
         if match.over:
             return match
-        events = _step(match, chance, players)
+        events = bot_step(match, chance, players)
         if observe is not None:
             observe(match, events)
     raise RuntimeError("simulation did not finish")
 
 
-def _step(
+def bot_step(
     match: CachetaMatch, chance: ChanceSource, bots: Sequence[HeuristicBot]
 ) -> tuple[Event, ...]:
+    """One step of a bot match: a chance input, a bot's action, or the timer running out
+    (claim windows: every bot that may claim is asked, then the window closes)."""
     request = match.pending_chance()
     if request is not None:
         if request.kind == "first_dealer":

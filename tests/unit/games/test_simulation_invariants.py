@@ -30,6 +30,7 @@ from app.games import (
 from app.games.actions import Claim, Close, Decide, Discard, DrawDiscard, DrawStock
 from app.games.cards import CARDS_PER_DECK
 from app.games.events import Closed, DrewDiscard, Event, RoundStarted
+from app.games.simulate import bot_step
 
 from .support import RandomChance
 from .test_views_events import cards_in
@@ -131,16 +132,8 @@ def driver_step(
     bots: list[HeuristicBot],
     style: dict[str, float],
 ) -> tuple[Event, ...]:
-    request = match.pending_chance()
-    if request is not None:
-        if request.kind == "first_dealer":
-            return match.apply_chance(
-                chance.randbelow(request.round_number, request.label, request.size)
-            )
-        return match.apply_chance(
-            chance.permutation(request.round_number, request.label, request.size)
-        )
-    current = match.round
+    if match.pending_chance() is not None:
+        return bot_step(match, chance, bots)
     roll = rng.random()
     if roll < style["refused"]:
         seat = rng.randrange(match.seats)
@@ -174,32 +167,7 @@ def driver_step(
             probe = restore(snapshot)
             probe.apply(action)  # every legal action is accepted
             return match.apply(action)
-    # bots, as in the simulator
-    if current.phase == "claim_window":
-        events: tuple[Event, ...] = ()
-        for seat in current.players:
-            action = bots[seat].act(player_view(match, seat, hints=False))
-            if action is not None:
-                events += match.apply(action)
-        if events:
-            return events
-        return match.claim_window_closed()
-    if current.phase == "deciding":
-        asking = [
-            seat
-            for seat in current.seats
-            if seat != current.dealer and seat not in current.decisions
-        ]
-    elif current.phase == "dealer_deciding":
-        asking = [current.dealer]
-    else:
-        asking = [current.turn]
-    for seat in asking:
-        action = bots[seat].act(player_view(match, seat, hints=False))
-        if action is not None:
-            return match.apply(action)
-    deadline = match.current_deadline()
-    return match.timeout(deadline.token)
+    return bot_step(match, chance, bots)  # the bots, as in the simulator
 
 
 def run_match(seed: int) -> None:
