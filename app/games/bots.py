@@ -93,7 +93,7 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
     scores = _card_scores(hand, wilds, rules)
     wild_count = sum(1 for card in hand if card in wilds)
     links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
-    two = 4 if has_two_disjoint_melds(hand, wilds, rules) else 0
+    two = 4 if _holds_two_melds(tuple(hand), wilds, rules) else 0
     return 3 * wild_count + links + two
 
 
@@ -167,7 +167,12 @@ class HeuristicBot:
         if pile and self.seat not in current["burned"]:
             top = pile[-1]
             mine = wilds - {top} if view["options"]["wild_from_discard_is_plain"] else wilds
-            if find_close([*hand, top], mine, rules, self._locks(view, top)) is not None:
+            # three melds of three: the top cannot be the discard, so a close with it keeps
+            # two melds made of hand cards only (a cheap, cached test first)
+            three = rules.meld_shape == "three_threes"
+            if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
+                [*hand, top], mine, rules, self._locks(view, top)
+            ):
                 return {"type": "draw_discard", "seat": self.seat}
             if top in mine:
                 return {"type": "draw_discard", "seat": self.seat}

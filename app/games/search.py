@@ -288,33 +288,45 @@ class CoverSearch:
                     if 2 <= len(others) + used <= 3:
                         yield others, used
         positions = [rank + 1] + ([14] if rank == 0 and self.rules.ace_high else [])
-        top = 14 if self.rules.ace_high else 13
         for position in positions:
-            for low in range(position, max(0, position - MAX_RUN_LENGTH), -1):
-                if low < 1:
+            yield from self._runs_through(suit_base, position, joker_cap)
+
+    def _runs_through(
+        self, suit_base: int, position: int, joker_cap: int
+    ) -> Iterator[tuple[list[int], int]]:
+        """Run windows [low, high] through ``position`` (1..14) with at most ``joker_cap``
+        places left for jokers; windows widen outward and stop once too much is missing."""
+        count = self.count
+        # an ace at 1 never runs to 14 and the reverse (no wrap); at most 13 cards
+        floor = 2 if position == 14 else 1
+        ceiling = 13 if position == 1 or not self.rules.ace_high else 14
+
+        def face_at(spot: int) -> int:
+            return suit_base + (spot - 1) % RANKS_PER_SUIT
+
+        below_missing = 0
+        for low in range(position, max(floor, position - MAX_RUN_LENGTH + 1) - 1, -1):
+            if low < position and not count[face_at(low)]:
+                below_missing += 1
+                if below_missing > joker_cap:
                     break
-                for high in range(position, min(top, low + MAX_RUN_LENGTH - 1) + 1):
-                    if high - low + 1 < 3 or (low == 1 and high == 14):
-                        continue
-                    slots = [
-                        suit_base + (spot - 1) % RANKS_PER_SUIT
-                        for spot in range(low, high + 1)
-                        if spot != position
-                    ]
-                    present = [slot for slot in slots if count[slot]]
-                    missing = len(slots) - len(present)
+            missing = below_missing
+            for high in range(position, min(ceiling, low + MAX_RUN_LENGTH - 1) + 1):
+                if high > position and not count[face_at(high)]:
+                    missing += 1
                     if missing > joker_cap:
-                        continue
-                    for extra in range(joker_cap - missing + 1):
-                        for dropped in _subsets(len(present), extra):
-                            yield (
-                                [
-                                    slot
-                                    for index, slot in enumerate(present)
-                                    if index not in dropped
-                                ],
-                                missing + extra,
-                            )
+                        break
+                if high - low + 1 < 3:
+                    continue
+                present = [
+                    face_at(spot)
+                    for spot in range(low, high + 1)
+                    if spot != position and count[face_at(spot)]
+                ]
+                for extra in range(joker_cap - missing + 1):
+                    for dropped in _subsets(len(present), extra):
+                        kept = [slot for index, slot in enumerate(present) if index not in dropped]
+                        yield kept, missing + extra
 
 
 def _subsets(size: int, pick: int) -> Iterator[frozenset[int]]:
