@@ -14,9 +14,9 @@ from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
 from app.games.melds import MeldRules
-from app.games.solver import find_close, has_two_disjoint_melds
+from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
 
-__all__ = ("HeuristicBot", "hand_strength")
+__all__ = ("HeuristicBot", "choose_action", "hand_strength")
 
 WILD_KEEP_SCORE = 100
 """A wild card is (almost) never discarded."""
@@ -28,8 +28,10 @@ CAUTION_LIVES = 3
 """At or below this many lives the bot needs a stronger hand to play."""
 CAUTION_EXTRA = 2
 """Extra strength needed when cautious."""
-TAKE_LINKS = 3
-"""Link weight to the hand from which the discard top is worth taking."""
+TAKE_MARGIN = 1
+"""How much better than the card it replaces the discard top must score to be taken."""
+MAX_PILE_STREAK = 2
+"""At most this many draws from the discard pile in a row (unless the card closes)."""
 
 
 @lru_cache(maxsize=16)
@@ -100,13 +102,15 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
-    __slots__ = ("seat", "tie_break")
+    __slots__ = ("pile_streak", "seat", "tie_break")
 
     def __init__(self, seat: int, tie_break: int = 0) -> None:
         self.seat = seat
         """The seat this bot plays."""
         self.tie_break = tie_break
         """Seed of the hash that orders equally good discards."""
+        self.pile_streak = 0
+        """Draws from the discard pile in a row (the bot's only memory)."""
 
     def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -162,25 +166,45 @@ class HeuristicBot:
     def _draw(
         self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
+        take = self._wants_top(view, hand, wilds, rules)
+        self.pile_streak = self.pile_streak + 1 if take else 0
+        return {"type": "draw_discard" if take else "draw_stock", "seat": self.seat}
+
+    def _wants_top(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> bool:
         current = view["round"]
         pile = current["pile"]
-        if pile and self.seat not in current["burned"]:
-            top = pile[-1]
-            mine = wilds - {top} if view["options"]["wild_from_discard_is_plain"] else wilds
-            # three melds of three: the top cannot be the discard, so a close with it keeps
-            # two melds made of hand cards only (a cheap, cached test first)
-            three = rules.meld_shape == "three_threes"
-            if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
-                [*hand, top], mine, rules, self._locks(view, top)
-            ):
-                return {"type": "draw_discard", "seat": self.seat}
-            if top in mine:
-                return {"type": "draw_discard", "seat": self.seat}
-            face = top % CARDS_PER_DECK
-            links = sum(_LINKS[face][card % CARDS_PER_DECK] for card in hand if card not in wilds)
-            if links >= TAKE_LINKS and not view["options"]["restricted_discard_draw"]:
-                return {"type": "draw_discard", "seat": self.seat}
-        return {"type": "draw_stock", "seat": self.seat}
+        if not pile or self.seat in current["burned"]:
+            return False
+        top = pile[-1]
+        options = view["options"]
+        mine = wilds - {top} if options["wild_from_discard_is_plain"] else wilds
+        if options["restricted_discard_draw"] and not forms_meld_with(top, hand, mine, rules):
+            return False
+        # three melds of three: the top cannot be the discard, so a close with it keeps two
+        # melds made of hand cards only (a cheap, cached test first)
+        three = rules.meld_shape == "three_threes"
+        if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
+            [*hand, top], mine, rules, self._locks(view, top)
+        ):
+            return True
+        if self.pile_streak >= MAX_PILE_STREAK:
+            return False  # two bots trading the same cards forever would never end the round
+        if top in mine:
+            return True
+        # take it only to complete a natural meld, and only if it beats the card it replaces
+        face = top % CARDS_PER_DECK
+        present = {card % CARDS_PER_DECK for card in hand if card not in mine}
+        if not any(
+            first in present and second in present
+            for first, second in rules.tables.templates[face]
+            if first >= 0 and second >= 0
+        ):
+            return False
+        scores = _card_scores([*hand, top], mine, rules)
+        worst = min(score for card, score in scores.items() if card != top)
+        return scores[top] > worst + TAKE_MARGIN
 
     def _discard(
         self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
@@ -224,3 +248,8 @@ class HeuristicBot:
 
     def _order(self, card: int) -> int:
         return (card * 2654435761 + self.tie_break * 40503) % (1 << 32)
+
+
+def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
+    """What the heuristic bot of ``seat`` does given its player ``view`` (``None``: wait)."""
+    return HeuristicBot(seat, tie_break).act(view)

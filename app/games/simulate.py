@@ -261,8 +261,6 @@ class SimulationReport:
 
     def lines(self) -> list[str]:
         """The reproducible part of the report (everything but the speed)."""
-        played = self.played_rounds or 1
-        hundredths = (self.turns * 100 + played // 2) // played
         return [
             f"matches: {self.matches}",
             f"rounds: {self.rounds}",
@@ -272,7 +270,8 @@ class SimulationReport:
             f"all-ran annulments: {self.all_ran}",
             f"one-player-left wins: {self.one_left}",
             f"drawn rounds: {self.drawn}",
-            f"average turns per played round: {hundredths // 100}.{hundredths % 100:02d}",
+            f"average turns per round: {_ratio(self.turns, self.rounds)}",
+            f"average turns per played round: {_ratio(self.turns, self.played_rounds)}",
             f"wins by seat: {' '.join(str(count) for count in self.wins)}",
         ]
 
@@ -280,6 +279,12 @@ class SimulationReport:
         """Rounds per second (varies run to run; printed on its own line)."""
         rate = self.rounds / self.seconds if self.seconds > 0 else 0.0
         return f"rounds/s: {rate:.0f}"
+
+
+def _ratio(numerator: int, denominator: int) -> str:
+    """``numerator / denominator`` with two decimals, in integers (reproducible)."""
+    hundredths = (numerator * 100 + denominator // 2) // denominator if denominator else 0
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
 
 
 def simulate(

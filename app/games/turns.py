@@ -68,8 +68,11 @@ class TurnActions(RoundFlow):
         if seat in current.burned:
             raise GameError("burned", "a burned player may not draw from the discard pile")
         top = current.pile[-1]
+        wilds = current.wilds_for(seat)
+        if self.options.wild_from_discard_is_plain:
+            wilds = wilds - {top}  # taken from the pile, it would count as its natural card
         if self.options.restricted_discard_draw and not forms_meld_with(
-            top, current.hands[seat], current.wilds_for(seat), self.rules
+            top, current.hands[seat], wilds, self.rules
         ):
             raise GameError(
                 "discard_draw_restricted",

@@ -144,6 +144,7 @@ def test_simulate_same_seed_same_output_but_the_speed_line() -> None:
         "burns",
         "all-ran annulments",
         "one-player-left wins",
+        "average turns per round",
         "average turns per played round",
         "rounds/s",
     ):
