@@ -28,7 +28,7 @@ from app.games.actions import (
     action_from_dict,
 )
 from app.games.cards import wild_ids
-from app.games.errors import GameError
+from app.games.errors import GameError, passes
 from app.games.events import (
     DealerDecisionStarted,
     Dealt,
@@ -43,7 +43,7 @@ from app.games.events import (
 )
 from app.games.options import RummyOptions
 from app.games.state import Deadline, RoundState
-from app.games.turns import TurnActions, _passes
+from app.games.turns import TurnActions
 
 __all__ = ("PLAYER_ACTIONS", "CachetaMatch", "new_match", "replay", "restore")
 
@@ -84,7 +84,7 @@ class CachetaMatch(TurnActions):
                 raise GameError("invalid_chance", f"expected a seat in [0, {size})", {"size": size})
             return
         if (
-            isinstance(value, int)
+            not isinstance(value, list | tuple)
             or len(value) != size
             or not all(type(item) is int for item in value)
             or set(value) != set(range(size))
@@ -95,7 +95,7 @@ class CachetaMatch(TurnActions):
 
     def can_apply_chance(self, value: int | Sequence[int]) -> bool:
         """Whether ``verify_chance`` passes."""
-        return _passes(self.verify_chance, value)
+        return passes(self.verify_chance, value)
 
     def apply_chance(self, value: int | Sequence[int]) -> tuple[Event, ...]:
         """Consume the chance input (first dealer seat, or a deal/reshuffle permutation)."""
@@ -184,7 +184,7 @@ class CachetaMatch(TurnActions):
 
     def can_decide(self, seat: int, mandar: bool) -> bool:
         """Whether ``verify_decide`` passes."""
-        return _passes(self.verify_decide, seat, mandar)
+        return passes(self.verify_decide, seat, mandar)
 
     def decide(self, seat: int, mandar: bool) -> tuple[Event, ...]:
         """Choose mandar (play) or correr (run)."""
@@ -268,7 +268,7 @@ class CachetaMatch(TurnActions):
 
     def can_timeout(self, token: int | None = None) -> bool:
         """Whether ``verify_timeout`` passes."""
-        return _passes(self.verify_timeout, token)
+        return passes(self.verify_timeout, token)
 
     def timeout(self, token: int | None = None) -> tuple[Event, ...]:
         """The current deadline passed: the server plays as RULES.md §3 says.
@@ -310,7 +310,7 @@ class CachetaMatch(TurnActions):
 
     def can_abandon_win(self, seat: int) -> bool:
         """Whether ``verify_abandon_win`` passes."""
-        return _passes(self.verify_abandon_win, seat)
+        return passes(self.verify_abandon_win, seat)
 
     def abandon_win(self, seat: int) -> tuple[Event, ...]:
         """The only connected seat of a frozen table wins after ``abandon_after_s``."""

@@ -7,9 +7,10 @@ A refused action never changes the state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ("ERROR_CODES", "GameError")
+__all__ = ("ERROR_CODES", "GameError", "passes")
 
 ERROR_CODES: frozenset[str] = frozenset(
     {
@@ -75,3 +76,13 @@ class GameError(Exception):
     def to_dict(self) -> dict[str, Any]:
         """The error as ``{code, message, details}`` (the API's error body shape)."""
         return {"code": self.code, "message": self.message, "details": dict(self.details)}
+
+
+def passes(check: Callable[..., object], *args: object) -> bool:
+    """Whether ``check(*args)`` returns without raising ``GameError`` (the ``can_x`` of a
+    ``verify_x``)."""
+    try:
+        check(*args)
+    except GameError:
+        return False
+    return True

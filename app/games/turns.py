@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from app.games.actions import Claim, ClaimWindowClosed, Close, Discard, DrawDiscard, DrawStock
 from app.games.cards import identical_ids
-from app.games.errors import GameError
+from app.games.errors import GameError, passes
 from app.games.events import (
     Claimed,
     ClaimResolved,
@@ -42,7 +42,7 @@ class TurnActions(RoundFlow):
 
     def can_draw_stock(self, seat: int) -> bool:
         """Whether ``verify_draw_stock`` passes."""
-        return _passes(self.verify_draw_stock, seat)
+        return passes(self.verify_draw_stock, seat)
 
     def draw_stock(self, seat: int) -> tuple[Event, ...]:
         """Draw the top of the stock."""
@@ -82,7 +82,7 @@ class TurnActions(RoundFlow):
 
     def can_draw_discard(self, seat: int) -> bool:
         """Whether ``verify_draw_discard`` passes."""
-        return _passes(self.verify_draw_discard, seat)
+        return passes(self.verify_draw_discard, seat)
 
     def draw_discard(self, seat: int) -> tuple[Event, ...]:
         """Take the top of the discard pile (locked for this turn)."""
@@ -118,7 +118,7 @@ class TurnActions(RoundFlow):
 
     def can_discard(self, seat: int, card: int) -> bool:
         """Whether ``verify_discard`` passes."""
-        return _passes(self.verify_discard, seat, card)
+        return passes(self.verify_discard, seat, card)
 
     def discard(self, seat: int, card: int) -> tuple[Event, ...]:
         """Discard ``card``; the claim window opens."""
@@ -151,7 +151,7 @@ class TurnActions(RoundFlow):
         self, seat: int, partition: Partition | None = None, discard: int | None = None
     ) -> bool:
         """Whether ``verify_close`` passes."""
-        return _passes(self.verify_close, seat, partition, discard)
+        return passes(self.verify_close, seat, partition, discard)
 
     def close(
         self, seat: int, partition: Partition | None = None, discard: int | None = None
@@ -263,7 +263,7 @@ class TurnActions(RoundFlow):
 
     def can_claim(self, seat: int) -> bool:
         """Whether ``verify_claim`` passes."""
-        return _passes(self.verify_claim, seat)
+        return passes(self.verify_claim, seat)
 
     def claim(self, seat: int) -> tuple[Event, ...]:
         """Claim the discard; it is resolved when the window closes."""
@@ -282,7 +282,7 @@ class TurnActions(RoundFlow):
 
     def can_claim_window_closed(self) -> bool:
         """Whether ``verify_claim_window_closed`` passes."""
-        return _passes(self.verify_claim_window_closed)
+        return passes(self.verify_claim_window_closed)
 
     def claim_window_closed(self) -> tuple[Event, ...]:
         """Close the claim window: resolve the claims in priority order."""
@@ -352,11 +352,3 @@ class TurnActions(RoundFlow):
     def _play_round(self) -> RoundState:
         assert self.round is not None
         return self.round
-
-
-def _passes(check: object, *args: object) -> bool:
-    try:
-        check(*args)  # type: ignore[operator]
-    except GameError:
-        return False
-    return True

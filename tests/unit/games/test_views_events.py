@@ -159,7 +159,10 @@ def test_rule_1_refused_actions_and_closes_change_nothing() -> None:
 def test_rule_1_close_with_a_client_partition_or_found_by_the_server() -> None:
     hands = {1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}
     server = play(hands=hands, stock=cs("9S"))
+    assert player_view(server, 1)["round"]["holds_two_melds"] is True
+    assert player_view(server, 2)["round"]["holds_two_melds"] is False
     server.draw_stock(1)
+    assert player_view(server, 1)["round"]["can_close"] is True
     closed = next(e for e in server.close(1) if e.type == "closed")
     assert closed.discard == c("KC") and not closed.out_of_turn  # type: ignore[attr-defined]
     client = play(hands=hands, stock=cs("9S"))
