@@ -102,7 +102,7 @@ def check_against_reference(scenario: dict[str, object]) -> None:
     )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios("three_threes"))
 def test_rule_1_solver_exact_three_threes(scenario: dict[str, object]) -> None:
     check_against_reference(scenario)
