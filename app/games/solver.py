@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from app.games.cards import CARDS_PER_DECK
 from app.games.melds import MeldRules, is_valid_meld
+from app.games.options import RummyOptions
 from app.games.search import CloseResult, CoverSearch, HandSplit, designations, lonely_plain, solve
 
 __all__ = (
@@ -26,12 +27,24 @@ __all__ = (
 
 _NO_CARDS: frozenset[int] = frozenset()
 _MANY = 1 << 30  # "unlimited" skips when looking for melds inside a hand
+_DEFAULT_RULES = MeldRules()
+
+Rules = MeldRules | RummyOptions | None
+"""Meld rules, or resolved options (their meld rules are used), or None (cacheta-raiz)."""
+
+
+def _meld_rules(rules: Rules) -> MeldRules:
+    if rules is None:
+        return _DEFAULT_RULES
+    if isinstance(rules, MeldRules):
+        return rules
+    return MeldRules.from_options(rules)
 
 
 def find_close(
     cards: Sequence[int],
     wilds: frozenset[int] | set[int] = _NO_CARDS,
-    rules: MeldRules | None = None,
+    rules: Rules = None,
     locked: frozenset[int] = _NO_CARDS,
     *,
     discard: int | None = None,
@@ -43,7 +56,7 @@ def find_close(
     discard. With ``discard`` given, only closes discarding that card are considered. A full
     close (every card in melds) is preferred when the rules allow it and ``allow_full``.
     """
-    rules = rules or MeldRules()
+    rules = _meld_rules(rules)
     if discard is not None:
         if discard in locked or discard not in cards:
             return None
@@ -61,7 +74,7 @@ def find_close(
 def can_close(
     cards: Sequence[int],
     wilds: frozenset[int] | set[int] = _NO_CARDS,
-    rules: MeldRules | None = None,
+    rules: Rules = None,
     locked: frozenset[int] = _NO_CARDS,
 ) -> bool:
     """Whether ``find_close`` finds any close."""
@@ -71,11 +84,11 @@ def can_close(
 def closing_discards(
     cards: Sequence[int],
     wilds: frozenset[int] | set[int] = _NO_CARDS,
-    rules: MeldRules | None = None,
+    rules: Rules = None,
     locked: frozenset[int] = _NO_CARDS,
 ) -> tuple[int, ...]:
     """Every card id whose discard closes the hand (ordinary close), sorted."""
-    rules = rules or MeldRules()
+    rules = _meld_rules(rules)
     lonely = lonely_plain(cards, wilds, rules)
     if lonely is not None and len(lonely) > 1:
         return ()
@@ -95,13 +108,13 @@ def closing_discards(
 def has_two_disjoint_melds(
     cards: Sequence[int],
     wilds: frozenset[int] | set[int] = _NO_CARDS,
-    rules: MeldRules | None = None,
+    rules: Rules = None,
 ) -> bool:
     """Whether the hand holds two valid melds with no card in common (the claim condition).
 
     Any valid meld of 4+ cards contains a valid 3-card meld, so 3-card melds suffice.
     """
-    rules = rules or MeldRules()
+    rules = _meld_rules(rules)
     lonely = lonely_plain(cards, wilds, rules)
     if lonely:
         cards = [card for card in cards if card not in lonely]  # they fit in no meld
@@ -120,10 +133,10 @@ def forms_meld_with(
     card: int,
     hand: Sequence[int],
     wilds: frozenset[int] | set[int] = _NO_CARDS,
-    rules: MeldRules | None = None,
+    rules: Rules = None,
 ) -> bool:
     """Whether ``card`` makes a valid 3-card meld with two cards of ``hand`` (restricted draw)."""
-    rules = rules or MeldRules()
+    rules = _meld_rules(rules)
     others = list(hand)
     return any(
         is_valid_meld((card, others[first], others[second]), wilds, rules)
