@@ -1,4 +1,4 @@
-"""Search machinery of the closing solver (see :mod:`app.games.solver` for the API).
+"""The depth-first cover search of the closing solver (:mod:`app.games.solver` drives it).
 
 The search works on face counts, not card ids: identical cards are interchangeable for
 meld validity, so the hand becomes ``count[face]`` plus a number of jokers.
@@ -13,9 +13,10 @@ meld validity, so the hand becomes ``count[face]`` plus a number of jokers.
    lone leftover jokers can only be the discard.
 3. The face-level answer is mapped back to card ids (the discard gets an unlocked copy).
 
-A cheap exact filter runs first when every meld holds at least two natural cards
-(``wilds_per_meld <= 1``): each non-wild card kept in melds needs a *partner* face in the
-hand, so two partnerless cards mean no close (one means it must be the discard).
+Before searching, :mod:`app.games.solver` runs a cheap exact filter when every meld holds at
+least two natural cards (``wilds_per_meld <= 1``): each non-wild card kept in melds needs a
+*partner* face in the hand, so two partnerless cards mean no close (one means it must be
+the discard).
 """
 
 from __future__ import annotations
@@ -27,15 +28,7 @@ from itertools import product
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT
 from app.games.melds import JOKER, MAX_RUN_LENGTH, MeldRules
 
-__all__ = (
-    "CloseResult",
-    "CoverSearch",
-    "Designation",
-    "HandSplit",
-    "designations",
-    "lonely_plain",
-    "solve",
-)
+__all__ = ("CloseResult", "CoverSearch", "Designation", "HandSplit", "designations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,51 +333,6 @@ def _subsets(size: int, pick: int) -> Iterator[frozenset[int]]:
             yield frozenset({first} | {first + 1 + index for index in rest})
 
 
-def _to_result(
-    plain: dict[int, list[int]],
-    designation: Designation,
-    path: list[tuple[int, ...]],
-    locked: frozenset[int],
-) -> CloseResult:
-    pools = {face: list(cards) for face, cards in plain.items()}
-    for face, standing in designation.standing.items():
-        pools.setdefault(face, []).extend(standing)
-    jokers = list(designation.jokers)
-    discard = None
-    melds = []
-    for step in path:
-        if len(step) == 1:
-            pool = jokers if step[0] == JOKER else pools[step[0]]
-            discard = next(card for card in pool if card not in locked)
-            pool.remove(discard)
-    for step in path:
-        if len(step) > 1:
-            meld = [jokers.pop() if face == JOKER else pools[face].pop() for face in step]
-            melds.append(tuple(sorted(meld)))
-    return CloseResult(melds=tuple(sorted(melds)), discard=discard)
-
-
-def lonely_plain(
-    cards: Sequence[int], wilds: frozenset[int] | set[int], rules: MeldRules
-) -> list[int] | None:
-    """Non-wild cards whose face has no partner face in the hand (None: filter not exact).
-
-    When at most one wild substitutes per meld, every meld holds two natural cards, so such
-    a card can only be the discard.
-    """
-    if rules.wilds_per_meld > 1 or rules.set_same_suit_allowed:
-        return None
-    partners = rules.tables.partners
-    present = 0
-    for card in cards:
-        present |= 1 << (card % CARDS_PER_DECK)
-    return [
-        card
-        for card in cards
-        if not partners[card % CARDS_PER_DECK] & present and card not in wilds
-    ]
-
-
 class HandSplit:
     """A hand split by face into plain and wild cards."""
 
@@ -422,48 +370,3 @@ class HandSplit:
         if filtered and wild:
             partners = rules.tables.partners
             self.lonely_wild = frozenset(face for face in wild if not partners[face] & present)
-
-
-def solve(
-    cards: Sequence[int],
-    wilds: frozenset[int] | set[int],
-    rules: MeldRules,
-    locked: frozenset[int],
-    skips: int,
-) -> CloseResult | None:
-    """Cover every card with melds, leaving exactly ``skips`` (0 or 1) unlocked discards."""
-    three = rules.meld_shape == "three_threes"
-    if three and len(cards) != 9 + skips:
-        return None
-    lonely = lonely_plain(cards, wilds, rules)
-    if lonely is not None and len(lonely) > skips:
-        return None
-    if lonely and skips:
-        # the partnerless card is the only possible discard
-        forced = lonely[0]
-        if forced in locked:
-            return None
-        rest = list(cards)
-        rest.remove(forced)
-        found = solve(rest, wilds, rules, locked, 0)
-        return None if found is None else CloseResult(found.melds, forced)
-    hand = HandSplit(cards, wilds, rules, lonely is not None)
-    search = CoverSearch(hand, rules, locked, cover=True)
-    joker_cap = 3 * rules.wilds_per_meld + skips if three else len(cards)
-    for designation in designations(hand.wild, locked):
-        if len(designation.jokers) > joker_cap:
-            continue
-        if lonely is not None and hand.lonely_wild:
-            standing_lonely = sum(len(designation.standing[face]) for face in hand.lonely_wild)
-            if len(lonely) + standing_lonely > skips:
-                continue
-        search.designate(designation)
-        jokers = len(designation.jokers)
-        covered = (
-            search.threes(3, skips, jokers, len(cards))
-            if three
-            else search.any_cover(skips, jokers)
-        )
-        if covered:
-            return _to_result(hand.plain, designation, search.path, locked)
-    return None

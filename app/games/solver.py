@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.games.cards import CARDS_PER_DECK
-from app.games.melds import MeldRules, is_valid_meld
+from app.games.melds import JOKER, MeldRules, is_valid_meld
 from app.games.options import RummyOptions
-from app.games.search import CloseResult, CoverSearch, HandSplit, designations, lonely_plain, solve
+from app.games.search import CloseResult, CoverSearch, Designation, HandSplit, designations
 
 __all__ = (
     "CloseResult",
@@ -39,6 +39,96 @@ def _meld_rules(rules: Rules) -> MeldRules:
     if isinstance(rules, MeldRules):
         return rules
     return MeldRules.from_options(rules)
+
+
+def _to_result(
+    plain: dict[int, list[int]],
+    designation: Designation,
+    path: list[tuple[int, ...]],
+    locked: frozenset[int],
+) -> CloseResult:
+    pools = {face: list(cards) for face, cards in plain.items()}
+    for face, standing in designation.standing.items():
+        pools.setdefault(face, []).extend(standing)
+    jokers = list(designation.jokers)
+    discard = None
+    melds = []
+    for step in path:
+        if len(step) == 1:
+            pool = jokers if step[0] == JOKER else pools[step[0]]
+            discard = next(card for card in pool if card not in locked)
+            pool.remove(discard)
+    for step in path:
+        if len(step) > 1:
+            meld = [jokers.pop() if face == JOKER else pools[face].pop() for face in step]
+            melds.append(tuple(sorted(meld)))
+    return CloseResult(melds=tuple(sorted(melds)), discard=discard)
+
+
+def lonely_plain(
+    cards: Sequence[int], wilds: frozenset[int] | set[int], rules: MeldRules
+) -> list[int] | None:
+    """Non-wild cards whose face has no partner face in the hand (None: filter not exact).
+
+    When at most one wild substitutes per meld, every meld holds two natural cards, so such
+    a card can only be the discard.
+    """
+    if rules.wilds_per_meld > 1 or rules.set_same_suit_allowed:
+        return None
+    partners = rules.tables.partners
+    present = 0
+    for card in cards:
+        present |= 1 << (card % CARDS_PER_DECK)
+    return [
+        card
+        for card in cards
+        if not partners[card % CARDS_PER_DECK] & present and card not in wilds
+    ]
+
+
+def solve(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int],
+    rules: MeldRules,
+    locked: frozenset[int],
+    skips: int,
+) -> CloseResult | None:
+    """Cover every card with melds, leaving exactly ``skips`` (0 or 1) unlocked discards."""
+    three = rules.meld_shape == "three_threes"
+    if three and len(cards) != 9 + skips:
+        return None
+    lonely = lonely_plain(cards, wilds, rules)
+    if lonely is not None and len(lonely) > skips:
+        return None
+    if lonely and skips:
+        # the partnerless card is the only possible discard
+        forced = lonely[0]
+        if forced in locked:
+            return None
+        rest = list(cards)
+        rest.remove(forced)
+        found = solve(rest, wilds, rules, locked, 0)
+        return None if found is None else CloseResult(found.melds, forced)
+    hand = HandSplit(cards, wilds, rules, lonely is not None)
+    search = CoverSearch(hand, rules, locked, cover=True)
+    joker_cap = 3 * rules.wilds_per_meld + skips if three else len(cards)
+    for designation in designations(hand.wild, locked):
+        if len(designation.jokers) > joker_cap:
+            continue
+        if lonely is not None and hand.lonely_wild:
+            standing_lonely = sum(len(designation.standing[face]) for face in hand.lonely_wild)
+            if len(lonely) + standing_lonely > skips:
+                continue
+        search.designate(designation)
+        jokers = len(designation.jokers)
+        covered = (
+            search.threes(3, skips, jokers, len(cards))
+            if three
+            else search.any_cover(skips, jokers)
+        )
+        if covered:
+            return _to_result(hand.plain, designation, search.path, locked)
+    return None
 
 
 def find_close(
