@@ -1,0 +1,255 @@
+"""A heuristic bot that sees only a player's view (``views.player_view``) and its seat.
+
+It keeps pairs and near-runs, discards the card with the fewest links to the rest of the
+hand, takes the discard top only when it closes or clearly helps, decides mandar/correr from
+hand strength and lives (always mandar when nobody else did, forced mandar in marra), and
+claims a discard only when it checked with the solver that the card closes its hand. It is
+deterministic: ties are broken by a hash of ``tie_break`` and the card.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
+from app.games.melds import MeldRules
+from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
+
+__all__ = ("HeuristicBot", "choose_action", "hand_strength")
+
+WILD_KEEP_SCORE = 100
+"""A wild card is (almost) never discarded."""
+MELD_BONUS = 3
+"""Extra score for a card that is part of a complete natural 3-meld in hand."""
+MANDAR_THRESHOLD = 7
+"""Hand strength from which the bot plays the round."""
+CAUTION_LIVES = 3
+"""At or below this many lives the bot needs a stronger hand to play."""
+CAUTION_EXTRA = 2
+"""Extra strength needed when cautious."""
+TAKE_MARGIN = 1
+"""How much better than the card it replaces the discard top must score to be taken."""
+MAX_PILE_STREAK = 2
+"""At most this many draws from the discard pile in a row (unless the card closes)."""
+
+
+@lru_cache(maxsize=16)
+def _rules(shape: str, ace_high: bool, same_suit: bool, per_meld: int, full: bool) -> MeldRules:
+    return MeldRules(shape, ace_high, same_suit, per_meld, full)
+
+
+def _link_weight(first: int, second: int) -> int:
+    """How much two faces help each other: same rank (2), adjacent run (2), gapped run (1)."""
+    if first == second:
+        return 0
+    rank_a, rank_b = first % RANKS_PER_SUIT, second % RANKS_PER_SUIT
+    if rank_a == rank_b:
+        return 2
+    if first // RANKS_PER_SUIT != second // RANKS_PER_SUIT:
+        return 0
+    gap = abs(rank_a - rank_b)
+    gap = min(gap, RANKS_PER_SUIT - gap) if 0 in (rank_a, rank_b) else gap  # ace high
+    return 2 if gap == 1 else 1 if gap == 2 else 0
+
+
+_LINKS = tuple(
+    tuple(_link_weight(first, second) for second in range(CARDS_PER_DECK))
+    for first in range(CARDS_PER_DECK)
+)
+_NEIGHBOURS = tuple(
+    tuple((second, weight) for second, weight in enumerate(row) if weight) for row in _LINKS
+)
+
+
+def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
+    faces = [card % CARDS_PER_DECK for card in hand]
+    templates = rules.tables.templates
+    present: dict[int, int] = {}
+    for face in faces:
+        present[face] = present.get(face, 0) + 1
+    scores = {}
+    for card, face in zip(hand, faces, strict=True):
+        if card in wilds:
+            scores[card] = WILD_KEEP_SCORE
+            continue
+        score = 0
+        for other, weight in _NEIGHBOURS[face]:
+            if other in present:
+                score += weight * present[other]
+        for first, second in templates[face]:
+            if first >= 0 and second >= 0 and first in present and second in present:
+                score += MELD_BONUS
+                break
+        scores[card] = score
+    return scores
+
+
+@lru_cache(maxsize=4096)
+def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
+    return has_two_disjoint_melds(hand, wilds, rules)
+
+
+def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """A rough strength: wilds, links between cards, and two complete melds."""
+    scores = _card_scores(hand, wilds, rules)
+    wild_count = sum(1 for card in hand if card in wilds)
+    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
+    two = 4 if _holds_two_melds(tuple(hand), wilds, rules) else 0
+    return 3 * wild_count + links + two
+
+
+class HeuristicBot:
+    """Deterministic heuristic player for one seat."""
+
+    __slots__ = ("pile_streak", "seat", "tie_break")
+
+    def __init__(self, seat: int, tie_break: int = 0) -> None:
+        self.seat = seat
+        """The seat this bot plays."""
+        self.tie_break = tie_break
+        """Seed of the hash that orders equally good discards."""
+        self.pile_streak = 0
+        """Draws from the discard pile in a row (the bot's only memory)."""
+
+    def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
+        """The action to send now (as a dict), or ``None`` when there is nothing to do."""
+        current = view.get("round")
+        if view.get("over") or current is None or view.get("waiting_for_chance"):
+            return None
+        options = view["options"]
+        rules = _rules(
+            options["meld_shape"],
+            options["ace_high"],
+            options["set_same_suit_allowed"],
+            options["wilds_per_meld"],
+            options["full_close_allowed"] and options["meld_shape"] != "three_threes",
+        )
+        seat = self.seat
+        phase = current["phase"]
+        hand: list[int] = current["hand"]
+        wilds = frozenset(current["wilds"]).difference(current["plain_wilds"])
+        if phase == "deciding":
+            if seat == current["dealer"] or current["my_decision"] is not None or not hand:
+                return None
+            return self._decide(view, hand, wilds, rules, others_mandar=None)
+        if phase == "dealer_deciding":
+            if seat != current["dealer"]:
+                return None
+            return self._decide(view, hand, wilds, rules, current["mandar_count"])
+        if phase == "claim_window":
+            return self._claim(view, hand, wilds, rules)
+        if current["turn"] != seat:
+            return None
+        if phase == "draw":
+            return self._draw(view, hand, wilds, rules)
+        if phase == "discard":
+            return self._discard(current, hand, wilds, rules)
+        return None
+
+    def _decide(
+        self,
+        view: dict[str, Any],
+        hand: list[int],
+        wilds: frozenset[int],
+        rules: MeldRules,
+        others_mandar: int | None,
+    ) -> dict[str, Any]:
+        lives = view["lives"][self.seat]
+        if lives == 1 or others_mandar == 0:
+            mandar = True  # marra, or the dealer alone would win the round outright
+        else:
+            need = MANDAR_THRESHOLD + (CAUTION_EXTRA if lives <= CAUTION_LIVES else 0)
+            mandar = hand_strength(hand, wilds, rules) >= need
+        return {"type": "decide", "seat": self.seat, "mandar": mandar}
+
+    def _draw(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any]:
+        take = self._wants_top(view, hand, wilds, rules)
+        self.pile_streak = self.pile_streak + 1 if take else 0
+        return {"type": "draw_discard" if take else "draw_stock", "seat": self.seat}
+
+    def _wants_top(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> bool:
+        current = view["round"]
+        pile = current["pile"]
+        if not pile or self.seat in current["burned"]:
+            return False
+        top = pile[-1]
+        options = view["options"]
+        mine = wilds - {top} if options["wild_from_discard_is_plain"] else wilds
+        if options["restricted_discard_draw"] and not forms_meld_with(top, hand, mine, rules):
+            return False
+        # three melds of three: the top cannot be the discard, so a close with it keeps two
+        # melds made of hand cards only (a cheap, cached test first)
+        three = rules.meld_shape == "three_threes"
+        if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
+            [*hand, top], mine, rules, self._locks(view, top)
+        ):
+            return True
+        if self.pile_streak >= MAX_PILE_STREAK:
+            return False  # two bots trading the same cards forever would never end the round
+        if top in mine:
+            return True
+        # take it only to complete a natural meld, and only if it beats the card it replaces
+        face = top % CARDS_PER_DECK
+        present = {card % CARDS_PER_DECK for card in hand if card not in mine}
+        if not any(
+            first in present and second in present
+            for first, second in rules.tables.templates[face]
+            if first >= 0 and second >= 0
+        ):
+            return False
+        scores = _card_scores([*hand, top], mine, rules)
+        worst = min(score for card, score in scores.items() if card != top)
+        return scores[top] > worst + TAKE_MARGIN
+
+    def _discard(
+        self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any]:
+        locked = frozenset(current["locked"])
+        if find_close(hand, wilds, rules, locked) is not None:
+            return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
+        scores = _card_scores(hand, wilds, rules)
+        candidates = [card for card in hand if card not in locked]
+        card = min(candidates, key=lambda card: (scores[card], self._order(card)))
+        return {"type": "discard", "seat": self.seat, "card": card}
+
+    def _claim(
+        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+    ) -> dict[str, Any] | None:
+        current = view["round"]
+        window = current["claim_window"]
+        if (
+            window is None
+            or self.seat not in (current["players"] or ())
+            or self.seat == window["discarder"]
+            or self.seat in current["burned"]
+            or current["claimed"]
+        ):
+            return None
+        # a claim needs two melds in hand; the hand only changes on the bot's own turns
+        if not _holds_two_melds(tuple(hand), wilds, rules):
+            return None
+        card = window["card"]
+        mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
+        # never claim blindly: only when the claimed card closes the hand
+        if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
+            return {"type": "claim", "seat": self.seat}
+        return None
+
+    @staticmethod
+    def _locks(view: dict[str, Any], card: int) -> frozenset[int]:
+        if view["options"]["discard_lock_identical"]:
+            return frozenset((card, *identical_ids(card, view["decks"])))
+        return frozenset((card,))
+
+    def _order(self, card: int) -> int:
+        return (card * 2654435761 + self.tie_break * 40503) % (1 << 32)
+
+
+def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
+    """What the heuristic bot of ``seat`` does given its player ``view`` (``None``: wait)."""
+    return HeuristicBot(seat, tie_break).act(view)

@@ -1,0 +1,235 @@
+"""Exact closing detection (RULES.md §1): partitions into melds, closing discards, claims.
+
+``find_close`` is the hot path of the server and of the bots; ``closing_discards`` answers
+``raiz rules check-hand``; ``has_two_disjoint_melds`` gates a claim (bater fora da vez).
+Exactness is checked against a brute-force reference over every option
+(``tests/unit/games/test_solver.py``); the algorithm is described in
+:mod:`app.games.search`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.games.cards import CARDS_PER_DECK
+from app.games.melds import JOKER, MeldRules, is_valid_meld
+from app.games.options import RummyOptions
+from app.games.search import CloseResult, CoverSearch, Designation, HandSplit, designations
+
+__all__ = (
+    "CloseResult",
+    "can_close",
+    "closing_discards",
+    "find_close",
+    "forms_meld_with",
+    "has_two_disjoint_melds",
+)
+
+_NO_CARDS: frozenset[int] = frozenset()
+_MANY = 1 << 30  # "unlimited" skips when looking for melds inside a hand
+_DEFAULT_RULES = MeldRules()
+
+Rules = MeldRules | RummyOptions | None
+"""Meld rules, or resolved options (their meld rules are used), or None (cacheta-raiz)."""
+
+
+def _meld_rules(rules: Rules) -> MeldRules:
+    if rules is None:
+        return _DEFAULT_RULES
+    if isinstance(rules, MeldRules):
+        return rules
+    return MeldRules.from_options(rules)
+
+
+def _to_result(
+    plain: dict[int, list[int]],
+    designation: Designation,
+    path: list[tuple[int, ...]],
+    locked: frozenset[int],
+) -> CloseResult:
+    pools = {face: list(cards) for face, cards in plain.items()}
+    for face, standing in designation.standing.items():
+        pools.setdefault(face, []).extend(standing)
+    jokers = list(designation.jokers)
+    discard = None
+    melds = []
+    for step in path:
+        if len(step) == 1:
+            pool = jokers if step[0] == JOKER else pools[step[0]]
+            discard = next(card for card in pool if card not in locked)
+            pool.remove(discard)
+    for step in path:
+        if len(step) > 1:
+            meld = [jokers.pop() if face == JOKER else pools[face].pop() for face in step]
+            melds.append(tuple(sorted(meld)))
+    return CloseResult(melds=tuple(sorted(melds)), discard=discard)
+
+
+def lonely_plain(
+    cards: Sequence[int], wilds: frozenset[int] | set[int], rules: MeldRules
+) -> list[int] | None:
+    """Non-wild cards whose face has no partner face in the hand (None: filter not exact).
+
+    When at most one wild substitutes per meld, every meld holds two natural cards, so such
+    a card can only be the discard.
+    """
+    if rules.wilds_per_meld > 1 or rules.set_same_suit_allowed:
+        return None
+    partners = rules.tables.partners
+    present = 0
+    for card in cards:
+        present |= 1 << (card % CARDS_PER_DECK)
+    return [
+        card
+        for card in cards
+        if not partners[card % CARDS_PER_DECK] & present and card not in wilds
+    ]
+
+
+def solve(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int],
+    rules: MeldRules,
+    locked: frozenset[int],
+    skips: int,
+) -> CloseResult | None:
+    """Cover every card with melds, leaving exactly ``skips`` (0 or 1) unlocked discards."""
+    three = rules.meld_shape == "three_threes"
+    if three and len(cards) != 9 + skips:
+        return None
+    lonely = lonely_plain(cards, wilds, rules)
+    if lonely is not None and len(lonely) > skips:
+        return None
+    if lonely and skips:
+        # the partnerless card is the only possible discard
+        forced = lonely[0]
+        if forced in locked:
+            return None
+        rest = list(cards)
+        rest.remove(forced)
+        found = solve(rest, wilds, rules, locked, 0)
+        return None if found is None else CloseResult(found.melds, forced)
+    hand = HandSplit(cards, wilds, rules, lonely is not None)
+    search = CoverSearch(hand, rules, locked, cover=True)
+    joker_cap = 3 * rules.wilds_per_meld + skips if three else len(cards)
+    for designation in designations(hand.wild, locked):
+        if len(designation.jokers) > joker_cap:
+            continue
+        if lonely is not None and hand.lonely_wild:
+            standing_lonely = sum(len(designation.standing[face]) for face in hand.lonely_wild)
+            if len(lonely) + standing_lonely > skips:
+                continue
+        search.designate(designation)
+        jokers = len(designation.jokers)
+        covered = (
+            search.threes(3, skips, jokers, len(cards))
+            if three
+            else search.any_cover(skips, jokers)
+        )
+        if covered:
+            return _to_result(hand.plain, designation, search.path, locked)
+    return None
+
+
+def find_close(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int] = _NO_CARDS,
+    rules: Rules = None,
+    locked: frozenset[int] = _NO_CARDS,
+    *,
+    discard: int | None = None,
+    allow_full: bool = True,
+) -> CloseResult | None:
+    """A close of the hand ``cards`` (after the draw), or ``None`` when it cannot close.
+
+    ``wilds`` are the card ids that are wild for this player; ``locked`` cards may not be the
+    discard. With ``discard`` given, only closes discarding that card are considered. A full
+    close (every card in melds) is preferred when the rules allow it and ``allow_full``.
+    """
+    rules = _meld_rules(rules)
+    if discard is not None:
+        if discard in locked or discard not in cards:
+            return None
+        rest = list(cards)
+        rest.remove(discard)
+        found = solve(rest, wilds, rules, locked, 0)
+        return None if found is None else CloseResult(found.melds, discard)
+    if allow_full and rules.full_close_allowed:
+        found = solve(cards, wilds, rules, locked, 0)
+        if found is not None:
+            return found
+    return solve(cards, wilds, rules, locked, 1)
+
+
+def can_close(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int] = _NO_CARDS,
+    rules: Rules = None,
+    locked: frozenset[int] = _NO_CARDS,
+) -> bool:
+    """Whether ``find_close`` finds any close."""
+    return find_close(cards, wilds, rules, locked) is not None
+
+
+def closing_discards(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int] = _NO_CARDS,
+    rules: Rules = None,
+    locked: frozenset[int] = _NO_CARDS,
+) -> tuple[int, ...]:
+    """Every card id whose discard closes the hand (ordinary close), sorted."""
+    rules = _meld_rules(rules)
+    lonely = lonely_plain(cards, wilds, rules)
+    if lonely is not None and len(lonely) > 1:
+        return ()
+    verdicts: dict[tuple[int, bool], bool] = {}
+    closing = []
+    for card in sorted(cards):
+        if card in locked or (lonely and card not in lonely):
+            continue
+        kind = (card % CARDS_PER_DECK, card in wilds)
+        if kind not in verdicts:
+            verdicts[kind] = find_close(cards, wilds, rules, locked, discard=card) is not None
+        if verdicts[kind]:
+            closing.append(card)
+    return tuple(closing)
+
+
+def has_two_disjoint_melds(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int] = _NO_CARDS,
+    rules: Rules = None,
+) -> bool:
+    """Whether the hand holds two valid melds with no card in common (the claim condition).
+
+    Any valid meld of 4+ cards contains a valid 3-card meld, so 3-card melds suffice.
+    """
+    rules = _meld_rules(rules)
+    lonely = lonely_plain(cards, wilds, rules)
+    if lonely:
+        cards = [card for card in cards if card not in lonely]  # they fit in no meld
+    if len(cards) < 6:
+        return False
+    hand = HandSplit(cards, wilds, rules, filtered=False)
+    search = CoverSearch(hand, rules, _NO_CARDS, cover=False)
+    for designation in designations(hand.wild, _NO_CARDS):
+        search.designate(designation)
+        if search.threes(2, _MANY, len(designation.jokers), len(cards)):
+            return True
+    return False
+
+
+def forms_meld_with(
+    card: int,
+    hand: Sequence[int],
+    wilds: frozenset[int] | set[int] = _NO_CARDS,
+    rules: Rules = None,
+) -> bool:
+    """Whether ``card`` makes a valid 3-card meld with two cards of ``hand`` (restricted draw)."""
+    rules = _meld_rules(rules)
+    others = list(hand)
+    return any(
+        is_valid_meld((card, others[first], others[second]), wilds, rules)
+        for first in range(len(others))
+        for second in range(first + 1, len(others))
+    )

@@ -1,0 +1,395 @@
+"""RULES.md §3 (``cacheta-raiz``) on the engine, one test per rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.games import (
+    GameError,
+    new_match,
+    player_view,
+    resolve_options,
+    spectator_view,
+    visible_event,
+)
+from app.games.events import ClaimResolved, DealerDecisionStarted, DecisionMade
+
+from .support import c, cs, decide_all, hand, play, start, types
+
+RAIZ = resolve_options("cacheta-raiz")
+CLOSED9 = "AH 2H 3H 4S 5S 6S 9C 9D 9H"  # three melds
+TWO_MELDS_NEEDS_9 = "AH 2H 3H 4S 5S 6S 9C 9D KC"  # closes with a nine (9H or 9S), discarding KC
+DISCARDER = "9H 2D 3S 4H 5D 7S 8H 10C JD"  # seat 1 in the claim tests; discards 9H
+
+
+def refuse(code: str, action, *args: object) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(GameError) as error:
+        action(*args)
+    assert error.value.code == code
+
+
+def test_rule_3_players_2_to_10() -> None:
+    for seats in (1, 11):
+        with pytest.raises(GameError) as error:
+            new_match(RAIZ, seats)
+        assert error.value.code == "invalid_seat_count"
+    for seats in range(2, 11):
+        assert new_match(RAIZ, seats).seats == seats
+
+
+def test_rule_3_decks_two_up_to_five_players_four_above_in_the_deal() -> None:
+    for seats, cards in ((5, 104), (6, 208)):
+        match = new_match(RAIZ, seats)
+        match.apply_chance(0)
+        request = match.pending_chance()
+        assert request is not None and (request.kind, request.size) == ("deal", cards)
+
+
+def test_rule_3_lives_seven_each_by_default() -> None:
+    assert new_match(RAIZ, 3).lives == [7, 7, 7]
+
+
+def test_rule_3_first_dealer_is_a_chance_input_then_rotates_to_the_next_alive_seat() -> None:
+    match = new_match(RAIZ, 3)
+    request = match.pending_chance()
+    assert request is not None and (request.kind, request.label, request.size) == (
+        "first_dealer",
+        "first_dealer",
+        3,
+    )
+    refuse("invalid_chance", match.apply_chance, 3)
+    match.apply_chance(2)
+    assert match.dealer == 2 and match.round is not None and match.round.seats == (0, 1, 2)
+    match.apply_chance(list(range(104)))
+    decide_all(match, {0: False, 1: False, 2: False})  # all ran: round 2
+    assert match.dealer == 0 and match.round.number == 2  # type: ignore[union-attr]
+
+
+def test_rule_3_dealer_skips_eliminated_seats_and_eliminated_seats_take_no_part() -> None:
+    # seat 1 is in marra and plays; seat 2 closes; seat 1 loses its last life
+    match = start(3, dealer=0, lives=[7, 1, 7], hands={2: cs(TWO_MELDS_NEEDS_9)}, stock=cs("JC 9S"))
+    decide_all(match, {0: False, 1: True, 2: True})
+    match.timeout()  # seat 1: draws JC and discards it
+    match.claim_window_closed()
+    match.draw_stock(2)
+    events = match.close(2)
+    assert "eliminated" in types(events)
+    assert match.lives == [6, 0, 7] and match.dealer == 2
+    assert match.round is not None and match.round.seats == (0, 2)
+    refuse("seat_eliminated", match.abandon_win, 1)
+
+
+def test_rule_3_vira_is_the_next_stock_card_after_the_deal_and_defines_the_wild() -> None:
+    match = start(4, vira="5H")
+    assert match.round is not None
+    assert match.round.vira == c("5H") and match.round.wilds == frozenset(cs("6H 6H#1"))
+    assert c("5H") not in match.round.stock  # out of play until the round ends
+    assert spectator_view(match)["round"]["vira"] == c("5H")
+
+
+def test_rule_3_first_mandar_player_after_the_dealer_starts_turns_pass_among_mandar() -> None:
+    match = start(4, dealer=0)
+    decide_all(match, {1: False, 2: True, 3: True, 0: True})
+    assert match.round is not None and match.round.players == (2, 3, 0)
+    order = []
+    for _ in range(4):
+        order.append(match.round.turn)
+        match.timeout()
+        match.timeout()
+    assert order == [2, 3, 0, 2]
+
+
+def test_rule_3_runners_cards_stay_out_of_play_and_runners_get_no_turns() -> None:
+    match = start(4, dealer=0, hands={1: cs(TWO_MELDS_NEEDS_9)})
+    decide_all(match, {1: False})
+    runner_hand = hand(match, 1)
+    assert match.round is not None and match.round.turn == 2
+    refuse("not_in_round", match.draw_stock, 1)
+    match.timeout()  # seat 2 draws and discards
+    refuse("not_in_round", match.claim, 1)
+    match.timeout()
+    assert hand(match, 1) == runner_hand
+    assert match.round is not None and not set(runner_hand) & set(match.round.stock)
+
+
+def test_rule_3_non_dealers_decide_secretly() -> None:
+    match = start(4, dealer=0)
+    events = match.decide(1, True)
+    made = next(event for event in events if isinstance(event, DecisionMade))
+    assert visible_event(made, 1) is not None
+    assert visible_event(made, 2) is None and visible_event(made, None) is None
+    assert player_view(match, 1)["round"]["my_decision"] is True
+    for viewer in (2, 0):
+        view = player_view(match, viewer)
+        assert view["round"]["my_decision"] is None and view["round"]["decisions"] is None
+        assert "seats" not in view["deadline"]  # who has decided is not shown either
+    assert spectator_view(match)["round"]["decisions"] is None
+
+
+def test_rule_3_dealer_decides_last_seeing_only_how_many_chose_mandar() -> None:
+    match = start(4, dealer=0)
+    refuse("not_your_turn", match.decide, 0, True)
+    match.decide(1, True)
+    match.decide(2, False)
+    events = match.decide(3, True)
+    started = next(event for event in events if isinstance(event, DealerDecisionStarted))
+    assert started.mandar_count == 2
+    assert visible_event(started, 0)["mandar_count"] == 2  # type: ignore[index]
+    assert "mandar_count" not in visible_event(started, 1)  # type: ignore[operator]
+    dealer_view = player_view(match, 0)
+    assert dealer_view["round"]["mandar_count"] == 2 and dealer_view["round"]["decisions"] is None
+    assert "mandar_count" not in player_view(match, 1)["round"]
+    refuse("already_decided", match.decide, 1, False)
+    assert match.current_deadline().kind == "dealer_decision"  # type: ignore[union-attr]
+
+
+def test_rule_3_choices_revealed_once_the_dealer_has_decided() -> None:
+    match = start(4, dealer=0)
+    match.decide(1, True)
+    match.decide(2, False)
+    match.decide(3, True)
+    events = match.decide(0, True)
+    revealed = events[1]
+    assert revealed.type == "decisions_revealed"
+    assert (revealed.mandar, revealed.ran) == ((0, 1, 3), (2,))  # type: ignore[attr-defined]
+    assert spectator_view(match)["round"]["decisions"] == [
+        [0, True],
+        [1, True],
+        [2, False],
+        [3, True],
+    ]
+
+
+def test_rule_3_no_decision_in_time_means_correr() -> None:
+    match = start(4, dealer=0)
+    match.decide(1, True)
+    deadline = match.current_deadline()
+    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("decision", 30)
+    events = match.timeout(deadline.token)
+    assert [(e.seat, e.mandar, e.by_timeout) for e in events if isinstance(e, DecisionMade)] == [
+        (2, False, True),
+        (3, False, True),
+    ]
+    match.timeout()  # the dealer runs too: seat 1 alone played
+    assert match.last_result is not None
+    assert (match.last_result["result"], match.last_result["winner"]) == ("one_left", 1)
+    assert match.lives == [6, 7, 6, 6]
+
+
+def test_rule_3_marra_cannot_run_its_timeout_means_mandar_and_it_is_public() -> None:
+    match = start(3, dealer=0, lives=[1, 1, 7])
+    refuse("marra_cannot_run", match.decide, 1, False)
+    assert not match.can_decide(1, False) and match.can_decide(1, True)
+    assert spectator_view(match)["marra"] == [True, True, False]
+    match.decide(2, False)
+    events = match.timeout()  # seat 1 (marra): mandar
+    assert [(e.seat, e.mandar) for e in events if isinstance(e, DecisionMade)] == [(1, True)]
+    events = match.timeout()  # the dealer in marra: mandar
+    assert [(e.seat, e.mandar) for e in events if isinstance(e, DecisionMade)] == [(0, True)]
+    assert match.round is not None and match.round.players == (1, 0)
+
+
+def test_rule_3_all_but_one_ran_that_one_wins_the_round_without_playing() -> None:
+    match = start(4, dealer=0)
+    events = []
+    for seat, choice in ((1, False), (2, True), (3, False), (0, False)):
+        events += match.decide(seat, choice)
+    ended = next(event for event in events if event.type == "round_ended")
+    assert (ended.result, ended.winner) == ("one_left", 2)  # type: ignore[attr-defined]
+    assert ended.lives_lost == ((0, 1), (1, 1), (2, 0), (3, 1))  # type: ignore[attr-defined]
+    assert "turn_started" not in types(events)
+
+
+def test_rule_3_all_ran_round_annulled_everybody_loses_one() -> None:
+    match = start(3, dealer=0)
+    events = []
+    for seat in (1, 2, 0):
+        events += match.decide(seat, False)
+    ended = next(event for event in events if event.type == "round_ended")
+    assert (ended.result, ended.winner) == ("all_ran", None)  # type: ignore[attr-defined]
+    assert match.lives == [6, 6, 6]
+
+
+def test_rule_3_turn_timeout_in_draw_phase_draws_from_the_stock_and_discards_it() -> None:
+    match = play(stock=cs("QC"))
+    deadline = match.current_deadline()
+    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("turn", 25)
+    events = match.timeout(deadline.token)
+    assert types(events) == ["drew_stock", "discarded", "claim_window_opened"]
+    assert events[0].by_timeout and events[1].card == c("QC")  # type: ignore[attr-defined]
+
+
+def test_rule_3_turn_timeout_in_discard_phase_discards_the_card_just_drawn() -> None:
+    match = play(stock=cs("QC"))
+    token = match.current_deadline().token  # type: ignore[union-attr]
+    match.draw_stock(1)
+    assert match.current_deadline().token == token  # one timer for the whole turn  # type: ignore[union-attr]
+    events = match.timeout(token)
+    assert events[0].type == "discarded" and events[0].card == c("QC")  # type: ignore[attr-defined]
+
+
+def test_rule_3_turn_timeout_after_a_discard_draw_discards_the_latest_unlocked_card() -> None:
+    match = play(hands={1: cs("KC 2D 3S 4H 5D 7S 8H 10C JD")}, stock=cs("QC"))
+    match.timeout()  # seat 1 discards QC
+    match.claim_window_closed()
+    latest = hand(match, 2)[-1]
+    match.draw_discard(2)
+    events = match.timeout()
+    assert events[0].type == "discarded" and events[0].card == latest  # type: ignore[attr-defined]
+
+
+def test_rule_3_a_timeout_never_closes_for_the_player() -> None:
+    match = play(hands={1: cs(TWO_MELDS_NEEDS_9)}, stock=cs("9S"))
+    match.draw_stock(1)
+    assert match.can_close(1)
+    events = match.timeout()
+    assert "closed" not in types(events) and events[0].card == c("9S")  # type: ignore[attr-defined]
+
+
+def test_rule_3_claim_window_opens_after_every_discard_and_nobody_may_draw() -> None:
+    match = play()
+    events = match.timeout()
+    assert types(events)[-1] == "claim_window_opened"
+    deadline = match.current_deadline()
+    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("claim_window", 3)
+    refuse("wrong_phase", match.draw_stock, 2)
+    refuse("wrong_phase", match.draw_discard, 2)
+    events = match.timeout()  # same as claim_window_closed
+    assert types(events) == ["claim_window_ended", "turn_started"]
+    assert events[0].by_timeout and events[0].claimants == ()  # type: ignore[attr-defined]
+
+
+def claim_setup(hands: dict[int, str], discard: str = "9H"):  # type: ignore[no-untyped-def]
+    match = play(hands={1: cs(DISCARDER), **{seat: cs(text) for seat, text in hands.items()}})
+    match.draw_stock(1)
+    match.discard(1, c(discard))
+    return match
+
+
+def test_rule_3_claim_needs_two_disjoint_melds_and_not_being_the_discarder() -> None:
+    match = claim_setup({2: TWO_MELDS_NEEDS_9})
+    refuse("discarder_cannot_claim", match.claim, 1)
+    refuse("claim_not_allowed", match.claim, 3)  # a junk hand holds no meld
+    assert match.can_claim(2)
+    match.claim(2)
+    refuse("already_claimed", match.claim, 2)
+
+
+def test_rule_3_claim_accepted_on_two_melds_alone_then_burns_if_the_card_does_not_close() -> None:
+    match = claim_setup({2: "AH 2H 3H 4S 5S 6S JC QD KC"})  # two melds, 9H does not close
+    match.claim(2)  # accepted: the server does not check the card at claim time
+    events = match.claim_window_closed()
+    resolved = [event for event in events if isinstance(event, ClaimResolved)]
+    assert [(event.seat, event.outcome) for event in resolved] == [(2, "burned")]
+    assert match.round is not None and match.round.pile[-1] == c("9H")  # the card stays
+    assert match.round.burned == {2}
+    assert spectator_view(match)["round"]["burned"] == [2]
+
+
+def test_rule_3_burned_player_may_not_draw_from_the_pile_nor_claim_again() -> None:
+    match = claim_setup({2: "AH 2H 3H 4S 5S 6S JC QD KC"})
+    match.claim(2)
+    match.claim_window_closed()
+    refuse("burned", match.draw_discard, 2)
+    match.draw_stock(2)
+    match.discard(2, c("KC"))
+    match.claim_window_closed()
+    match.draw_stock(3)
+    match.discard(3, hand(match, 3)[0])
+    refuse("burned", match.claim, 2)
+
+
+def test_rule_3_burned_claim_leaves_the_card_for_the_next_player() -> None:
+    match = claim_setup({3: "AH 2H 3H 4S 5S 6S JC QD KC"})
+    match.claim(3)
+    match.claim_window_closed()
+    match.draw_discard(2)
+    assert c("9H") in hand(match, 2)
+
+
+def test_rule_3_claim_priority_is_the_next_turn_first_then_turn_order() -> None:
+    both = {2: TWO_MELDS_NEEDS_9, 3: "AC 2C 3C 4D#1 5D#1 6D#1 9C#1 9D#1 KS"}
+    match = claim_setup(both)
+    match.claim(3)  # clicks first: does not matter
+    match.claim(2)
+    events = match.claim_window_closed()
+    assert [(e.seat, e.outcome) for e in events if isinstance(e, ClaimResolved)] == [
+        (2, "closed"),
+        (3, "not_evaluated"),
+    ]
+    closed = next(event for event in events if event.type == "closed")
+    assert closed.out_of_turn and closed.claimed_card == c("9H")  # type: ignore[attr-defined]
+    assert closed.discard == c("KC")  # type: ignore[attr-defined]
+    assert match.lives == [5, 5, 7, 5]  # not_evaluated is not burned: a plain mandar loss
+
+
+def test_rule_3_earlier_claimants_that_do_not_close_burn_the_first_that_closes_wins() -> None:
+    match = claim_setup(
+        {2: "AH 2H 3H 4S 5S 6S JC QD KC", 3: "AC 2C 3C 4D#1 5D#1 6D#1 9C#1 9D#1 KS"}
+    )
+    match.claim(2)
+    match.claim(3)
+    events = match.claim_window_closed()
+    assert [(e.seat, e.outcome) for e in events if isinstance(e, ClaimResolved)] == [
+        (2, "burned"),
+        (3, "closed"),
+    ]
+    assert match.last_result is not None and match.last_result["winner"] == 3
+
+
+def test_rule_3_claimed_card_cannot_be_the_closers_discard() -> None:
+    match = claim_setup(
+        {2: "AH 2H 3H 4S 5S 6S 9C 9D 9H#1"}, discard="2D"
+    )  # only discarding 2D itself would close
+    match.claim(2)
+    events = match.claim_window_closed()
+    assert [(e.seat, e.outcome) for e in events if isinstance(e, ClaimResolved)] == [(2, "burned")]
+
+
+def test_rule_3_next_turn_starts_when_the_window_closes_with_no_close() -> None:
+    match = claim_setup({2: "AH 2H 3H 4S 5S 6S JC QD KC"})
+    match.claim(2)
+    events = match.claim_window_closed()
+    assert types(events)[-1] == "turn_started" and events[-1].seat == 2  # type: ignore[attr-defined]
+
+
+def test_rule_3_lives_lost_closer_none_mandar_two_runner_one_never_below_zero() -> None:
+    match = start(
+        4, dealer=0, hands={2: cs(TWO_MELDS_NEEDS_9)}, stock=cs("JC 9S"), lives=[7, 1, 7, 7]
+    )
+    decide_all(match, {3: False})
+    match.timeout()  # seat 1 (marra) draws JC, discards it
+    match.claim_window_closed()
+    match.draw_stock(2)
+    events = match.close(2)
+    ended = next(event for event in events if event.type == "round_ended")
+    assert ended.lives_lost == ((0, 2), (1, 1), (2, 0), (3, 1))  # type: ignore[attr-defined]
+    assert match.lives == [5, 0, 7, 6]
+
+
+def test_rule_3_last_player_with_lives_wins_the_match_with_placements() -> None:
+    match = start(3, dealer=0, hands={1: cs(TWO_MELDS_NEEDS_9)}, stock=cs("9S"), lives=[2, 7, 2])
+    decide_all(match)
+    match.draw_stock(1)
+    events = match.close(1)
+    assert types(events)[-2:] == ["eliminated", "match_ended"]
+    ended = events[-1]
+    assert ended.winner == 1 and ended.reason == "last_standing"  # type: ignore[attr-defined]
+    assert ended.placements == ((0, 2), (1, 1), (2, 2))  # eliminated together: shared place
+    assert match.over and match.round is None and match.current_deadline() is None
+    refuse("match_over", match.draw_stock, 1)
+
+
+def test_rule_3_abandoned_table_the_connected_seat_wins() -> None:
+    match = play(3)
+    events = match.abandon_win(2)
+    assert types(events) == ["match_ended"]
+    assert events[0].reason == "abandon" and events[0].placements == ((0, 2), (1, 2), (2, 1))  # type: ignore[attr-defined]
+    refuse("match_over", match.timeout)
+
+
+def test_rule_3_preset_has_vira_same_suit_one_wild_per_meld_three_threes_no_full_close() -> None:
+    match = start(2, vira="5H")
+    assert match.rules.meld_shape == "three_threes" and match.rules.wilds_per_meld == 1
+    assert not match.rules.full_close_allowed
+    assert match.round is not None and match.round.wilds == frozenset(cs("6H 6H#1"))

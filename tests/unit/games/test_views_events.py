@@ -1,0 +1,212 @@
+"""Views, the redacted event feed, action/event records, errors that change nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.games import (
+    ACTION_TYPES,
+    GameError,
+    action_from_dict,
+    canonical_bytes,
+    event_from_dict,
+    full_view,
+    player_view,
+    restore,
+    spectator_view,
+    visible_event,
+    visible_events,
+)
+from app.games.actions import Close, Decide, Timeout
+from app.games.views import CARD_FIELDS
+
+from .support import c, cs, hand, play, start
+
+
+def _all_ints(value: object, into: set[int]) -> None:
+    if isinstance(value, list):
+        for item in value:
+            _all_ints(item, into)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        into.add(value)
+
+
+def cards_in(value: object, found: set[int] | None = None) -> set[int]:
+    """Every card id under a card-carrying key (``CARD_FIELDS``) of a view or event."""
+    found = set() if found is None else found
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name in CARD_FIELDS:
+                _all_ints(item, found)
+            elif isinstance(item, dict | list) and name != "options":
+                cards_in(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                cards_in(item, found)
+    return found
+
+
+def test_player_view_shows_own_hand_and_public_information_only() -> None:
+    match = play(stock=cs("QC"))
+    match.draw_stock(1)
+    view = player_view(match, 1)
+    assert view["round"]["hand"] == hand(match, 1) and view["round"]["drawn"] == c("QC")
+    others = set().union(*(hand(match, seat) for seat in (0, 2, 3)))
+    stock = set(match.round.stock)  # type: ignore[union-attr]
+    for seat in (0, 2, 3):
+        seen = cards_in(player_view(match, seat))
+        assert not seen & (stock | set(hand(match, 1)))
+        assert not seen & (others - set(hand(match, seat)))
+        assert "hands" not in json.dumps(player_view(match, seat))
+    assert not cards_in(spectator_view(match)) & (others | set(hand(match, 1)) | stock)
+    assert view["round"]["hand_counts"] == [[1, 10], [2, 9], [3, 9], [0, 9]]
+    assert view["round"]["stock_count"] == len(stock)
+
+
+def test_full_view_has_every_hand_and_the_stock_order() -> None:
+    match = play()
+    view = full_view(match)
+    assert view["round"]["hands"][1] == [1, hand(match, 1)]
+    assert view["round"]["stock"] == match.round.stock_top_first()  # type: ignore[union-attr]
+    assert view["state_hash"] == match.state_hash()
+
+
+def test_event_feed_redacts_hidden_cards() -> None:
+    match = start(4, dealer=0, stock=cs("QC"))
+    dealt = next(event for event in match.events if event.type == "dealt")
+    mine = visible_event(dealt, 2)
+    assert mine is not None and mine["hand"] == hand(match, 2) and "stock" not in mine
+    assert "hands" not in mine and mine["stock_count"] == len(match.round.stock)  # type: ignore[union-attr]
+    spectator = visible_event(dealt, None)
+    assert spectator is not None and spectator["hand"] is None
+    for seat in (1, 2, 3, 0):
+        match.decide(seat, True)
+    drew = match.draw_stock(1)[0]
+    assert visible_event(drew, 1)["card"] == c("QC")  # type: ignore[index]
+    assert "card" not in visible_event(drew, 2)  # type: ignore[operator]
+    feed = visible_events(match.events, 3)
+    assert not cards_in(feed) & (set(hand(match, 1)) | set(match.round.stock))  # type: ignore[union-attr]
+
+
+def test_views_and_events_are_json_with_integers_only() -> None:
+    match = play()
+    for data in (player_view(match, 1), spectator_view(match), full_view(match)):
+        assert json.loads(canonical_bytes(data)) == json.loads(json.dumps(data))
+    for event in match.events:
+        assert event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+    with pytest.raises(TypeError):
+        canonical_bytes({"x": 1.5})
+    assert canonical_bytes({"b": [1, (2, 3)], "a": True}) == b'{"a":true,"b":[1,[2,3]]}'
+
+
+def test_action_records_round_trip_and_bad_records_are_refused() -> None:
+    for record in (Decide(1, True), Close(2, ((1, 2, 3),), 5), Timeout(7)):
+        assert action_from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    assert set(ACTION_TYPES) == {
+        "decide",
+        "draw_stock",
+        "draw_discard",
+        "discard",
+        "close",
+        "claim",
+        "timeout",
+        "claim_window_closed",
+        "abandon_win",
+        "chance",
+    }  # rule 1: no laying melds down during the round, no adding to others' melds
+    for bad, code in (
+        ({"type": "fly"}, "unknown_action"),
+        ({"type": "discard", "seat": 1}, "invalid_action"),
+        ({"type": "discard", "seat": "1", "card": 2}, "invalid_action"),
+        ({"type": "decide", "seat": 1, "mandar": 1}, "invalid_action"),
+        ({"type": "claim", "seat": 1, "extra": 0}, "invalid_action"),
+    ):
+        with pytest.raises(GameError) as error:
+            action_from_dict(bad)
+        assert error.value.code == code
+
+
+def test_rule_1_refused_actions_and_closes_change_nothing() -> None:
+    match = play(hands={1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")})
+    before = (match.state_hash(), len(match.events), len(match.inputs))
+    attempts = [
+        lambda: match.discard(1, hand(match, 1)[0]),
+        lambda: match.draw_stock(2),
+        lambda: match.close(1),
+        lambda: match.claim(2),
+        lambda: match.decide(1, True),
+        lambda: match.apply_chance([0]),
+        lambda: match.timeout(999),
+        lambda: match.apply({"type": "discard", "seat": 9, "card": 1}),
+    ]
+    for attempt in attempts:
+        with pytest.raises(GameError):
+            attempt()
+        assert (match.state_hash(), len(match.events), len(match.inputs)) == before
+    match.draw_stock(1)
+    with pytest.raises(GameError) as error:
+        match.close(1)  # the hand does not close: refused, nothing happens
+    assert error.value.code == "cannot_close"
+    with pytest.raises(GameError) as error:
+        match.close(1, [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D KC")])
+    assert error.value.code == "invalid_partition"
+    assert match.round is not None and match.round.phase == "discard"
+
+
+def test_rule_1_close_with_a_client_partition_or_found_by_the_server() -> None:
+    hands = {1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}
+    server = play(hands=hands, stock=cs("9S"))
+    assert player_view(server, 1)["round"]["holds_two_melds"] is True
+    assert player_view(server, 2)["round"]["holds_two_melds"] is False
+    server.draw_stock(1)
+    assert player_view(server, 1)["round"]["can_close"] is True
+    closed = next(e for e in server.close(1) if e.type == "closed")
+    assert closed.discard == c("KC") and not closed.out_of_turn  # type: ignore[attr-defined]
+    client = play(hands=hands, stock=cs("9S"))
+    client.draw_stock(1)
+    partition = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9S")]
+    closed = next(e for e in client.close(1, partition) if e.type == "closed")
+    assert closed.melds == tuple(sorted(tuple(sorted(m)) for m in partition))  # type: ignore[attr-defined]
+    assert client.last_result is not None and client.last_result["melds"] is not None
+    named = play(hands=hands, stock=cs("9S"))
+    named.draw_stock(1)
+    with pytest.raises(GameError) as error:
+        named.close(1, None, c("AH"))
+    assert error.value.code == "cannot_close"
+
+
+def test_rule_1_option_wild_from_discard_is_plain_for_the_taker() -> None:
+    # vira 5H: 6H is wild; seat 2 takes 6H from the pile and may not use it as a joker
+    hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
+    for plain in (False, True):
+        match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
+        match.draw_stock(1)
+        match.discard(1, c("6H"))
+        match.claim_window_closed()
+        match.draw_discard(2)
+        assert match.can_close(2) is (not plain)
+
+
+def test_deadline_tokens_mark_stale_timers() -> None:
+    match = play()
+    first = match.current_deadline()
+    assert first is not None
+    match.timeout(first.token)
+    window = match.current_deadline()
+    assert window is not None and window.token != first.token
+    with pytest.raises(GameError) as error:
+        match.timeout(first.token)
+    assert error.value.code == "stale_deadline"
+
+
+def test_snapshot_restore_round_trip() -> None:
+    match = play()
+    match.timeout()
+    data = match.snapshot(include_history=True)
+    again = restore(json.loads(json.dumps(data)))
+    assert again.snapshot(include_history=True) == data
+    assert again.state_hash() == match.state_hash()
+    assert again.apply({"type": "claim_window_closed"}) == match.claim_window_closed()
