@@ -168,5 +168,17 @@ def ledger_reconcile() -> None:
         sys.exit(1)
 
 
+def _register_game_commands() -> None:
+    from app.games.cli import make_simulate_command, rules_group
+    from app.games.simulate import stream_chance_factory
+    from rng.streams import derive_stream
+
+    main.add_command(rules_group)
+    main.add_command(make_simulate_command(stream_chance_factory(derive_stream)))
+
+
+_register_game_commands()
+
+
 if __name__ == "__main__":
     main()

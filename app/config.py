@@ -92,6 +92,8 @@ class Settings(BaseSettings):
 
     allow_fixed_decks: bool = False
     """Test-only: lets tests inject fixed deck orders. Refused in production."""
+    allow_timer_overrides: bool = False
+    """Test-only: lets table creators shorten the preset's timers. Refused in production."""
 
     run_scheduler: bool = True
     """Run the deadline sweeper in this process (tests of the API alone may turn it off)."""
@@ -120,6 +122,8 @@ class Settings(BaseSettings):
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
         if self.allow_fixed_decks:
             problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
+        if self.allow_timer_overrides:
+            problems.append("RAIZ_ALLOW_TIMER_OVERRIDES is a test-only switch")
         if self.database_url is None:
             problems.append("DATABASE_URL is required (no embedded database in production)")
         if problems:

@@ -44,5 +44,6 @@ def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # uvicorn's access log duplicates our request log line
+    # uvicorn's access log duplicates our request log line; the scheduler logs every run
     logging.getLogger("uvicorn.access").disabled = True
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)

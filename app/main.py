@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from advanced_alchemy.extensions.litestar import SQLAlchemyAsyncConfig, SQLAlchemyPlugin
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from litestar import Litestar
+from litestar.channels import ChannelsPlugin
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
@@ -22,6 +25,7 @@ from app.api.openapi import document_error_responses
 from app.config import Settings, get_settings
 from app.db import Database
 from app.db.embedded import ensure_database_async, resolve_database_url_sync
+from app.db.engine import sync_url
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
@@ -31,6 +35,12 @@ from app.rng_api import (
     provide_rng_service,
     rng_service_error_handler,
 )
+from app.tables.controllers import FeeRateController, TableController
+from app.tables.listener import ResilientPgListener
+from app.tables.metrics import count_tables_by_status
+from app.tables.realtime import table_socket
+from app.tables.runtime import TableRuntime
+from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
 from app.wallet import (
     AdminAccountsController,
@@ -38,6 +48,8 @@ from app.wallet import (
     PaymentWebhookController,
     WalletController,
 )
+from app.wallet.errors import ledger_error_handler
+from ledger.errors import LedgerError
 from rng.service import RngServiceError
 
 if TYPE_CHECKING:
@@ -47,6 +59,8 @@ __all__ = ("create_app",)
 
 API_VERSION = "0.1.0"
 POOL_GAUGE_INTERVAL_S = 1.0
+TABLE_GAUGE_INTERVAL_S = 5.0
+PRESENCE_SWEEP_INTERVAL_S = 2.0
 
 
 class MetricsController(PrometheusController):
@@ -72,19 +86,38 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     rng_services = RngServices.from_settings(settings)
 
     runner = DeadlineRunner(db, {})
+    scheduler = AsyncIOScheduler(timezone="UTC")
 
-    async def refresh_pool_gauges() -> None:
+    def wake_at(when: dt.datetime) -> None:
+        # Precision only: the periodic sweep fires every due deadline anyway.
+        if scheduler.running:
+            scheduler.add_job(runner.run_due, "date", run_date=when, misfire_grace_time=None)
+
+    table_runtime = TableRuntime(settings, rng_services, wake_at)
+    for kind, handler in table_deadline_handlers(table_runtime).items():
+        runner.register(kind, handler)
+    presence = PresenceSweeper(db, table_runtime)
+
+    async def refresh_gauges() -> None:
         update_pool_gauges(db.engine, capacity)
+
+    async def refresh_table_gauges() -> None:
+        await count_tables_by_status(db)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if embedded:
             await ensure_database_async(url)
         update_pool_gauges(db.engine, capacity)
-        scheduler = build_scheduler(
+        build_scheduler(
             runner,
             settings.scheduler_poll_interval_s,
-            periodic=[("pool-gauges", refresh_pool_gauges, POOL_GAUGE_INTERVAL_S)],
+            periodic=[
+                ("pool-gauges", refresh_gauges, POOL_GAUGE_INTERVAL_S),
+                ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
+                ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
+            ],
+            scheduler=scheduler,
         )
         if settings.run_scheduler:
             scheduler.start()
@@ -101,6 +134,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         group_path=True,
         buckets=list(HTTP_LATENCY_BUCKETS_S),
         exclude=["/metrics"],
+    )
+    channels = ChannelsPlugin(
+        backend=ResilientPgListener(sync_url(url)),
+        arbitrary_channels_allowed=True,
     )
     sqlalchemy = SQLAlchemyPlugin(
         config=SQLAlchemyAsyncConfig(
@@ -121,12 +158,15 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             AdminWalletsController,
             AdminAccountsController,
             PaymentWebhookController,
+            TableController,
+            FeeRateController,
+            table_socket,
         ],
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False),
             "rng_service": Provide(provide_rng_service, sync_to_thread=False),
         },
-        plugins=[sqlalchemy],
+        plugins=[sqlalchemy, channels],
         middleware=[
             RequestContextMiddleware,
             prometheus.middleware,
@@ -139,6 +179,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         exception_handlers={
             **exception_handlers(),
             RngServiceError: rng_service_error_handler,
+            LedgerError: ledger_error_handler,
         },
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(
@@ -161,5 +202,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.database = db
     app.state.deadline_runner = runner
     app.state.rng_services = rng_services
+    app.state.table_runtime = table_runtime
     document_error_responses(app)
     return app

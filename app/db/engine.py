@@ -28,7 +28,7 @@ def async_url(url: str) -> str:
 
 
 def sync_url(url: str) -> str:
-    """``url`` as a plain ``postgresql://`` URL for libpq tools (psql, pgbench)."""
+    """``url`` as a plain ``postgresql://`` DSN (libpq tools, asyncpg.connect)."""
     parsed = make_url(url)
     return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
 

@@ -244,14 +244,16 @@ class CachetaMatch(TurnActions):
                 for seat in current.seats
                 if seat != current.dealer and seat not in current.decisions
             )
-            return Deadline("decision", options.decision_timeout_s, token, waiting)
+            return Deadline("decision", options.decision_timeout_ms, token, waiting)
         if current.phase == "dealer_deciding":
-            return Deadline("dealer_decision", options.decision_timeout_s, token, (current.dealer,))
+            return Deadline(
+                "dealer_decision", options.decision_timeout_ms, token, (current.dealer,)
+            )
         if current.phase in ("draw", "discard"):
             assert current.turn is not None
-            return Deadline("turn", options.turn_timeout_s, token, (current.turn,))
+            return Deadline("turn", options.turn_timeout_ms, token, (current.turn,))
         if current.phase == "claim_window":
-            return Deadline("claim_window", options.claim_window_s, token, ())
+            return Deadline("claim_window", options.claim_window_ms, token, ())
         return None
 
     def verify_timeout(self, token: int | None = None) -> Deadline:
@@ -313,7 +315,7 @@ class CachetaMatch(TurnActions):
         return passes(self.verify_abandon_win, seat)
 
     def abandon_win(self, seat: int) -> tuple[Event, ...]:
-        """The only connected seat of a frozen table wins after ``abandon_after_s``."""
+        """The only connected seat of a frozen table wins after ``abandon_after_ms``."""
         self.verify_abandon_win(seat)
         self._begin(AbandonWin(seat))
         self._end_match(seat, "abandon")

@@ -38,7 +38,9 @@ MAX_LIVES = 20
 """Upper bound of the ``lives`` option."""
 MAX_SEATS = 10
 """Most seats any rummy preset allows."""
-MAX_TIMER_S = 7 * 24 * 3600
+MIN_TIMER_MS = 10
+"""Lower bound of every timer option (test deployments shorten timers; see the README)."""
+MAX_TIMER_MS = 7 * 24 * 3600 * 1000
 """Upper bound of every timer option (a week)."""
 
 
@@ -86,14 +88,14 @@ class RummyOptions:
     """Players choose mandar/correr after the deal (§3)."""
     out_of_turn_claims: bool = True
     """Claim window after each discard and *bater fora da vez* (§3)."""
-    decision_timeout_s: int = 30
-    """Seconds to choose mandar/correr (non-dealers together, then the dealer)."""
-    turn_timeout_s: int = 25
-    """Seconds for a whole turn (draw and discard)."""
-    claim_window_s: int = 3
-    """Seconds of the claim window after each discard."""
-    abandon_after_s: int = 600
-    """Seconds a frozen table waits before the connected player wins."""
+    decision_timeout_ms: int = 30_000
+    """Milliseconds to choose mandar/correr (non-dealers together, then the dealer)."""
+    turn_timeout_ms: int = 25_000
+    """Milliseconds for a whole turn (draw and discard)."""
+    claim_window_ms: int = 3_000
+    """Milliseconds of the claim window after each discard."""
+    abandon_after_ms: int = 600_000
+    """Milliseconds a frozen table waits before the connected player wins."""
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -218,8 +220,8 @@ def _validate(options: RummyOptions) -> None:
     _check_range("lives", options.lives, 1, MAX_LIVES)
     _check_range("min_players", options.min_players, 2, MAX_SEATS)
     _check_range("max_players", options.max_players, options.min_players, MAX_SEATS)
-    for name in ("decision_timeout_s", "turn_timeout_s", "claim_window_s", "abandon_after_s"):
-        _check_range(name, getattr(options, name), 1, MAX_TIMER_S)
+    for name in ("decision_timeout_ms", "turn_timeout_ms", "claim_window_ms", "abandon_after_ms"):
+        _check_range(name, getattr(options, name), MIN_TIMER_MS, MAX_TIMER_MS)
     if options.max_reshuffles is not None:
         _check_range("max_reshuffles", options.max_reshuffles, 0, 1000)
     if options.meld_shape == "three_threes" and options.hand_size != 9:

@@ -60,8 +60,8 @@ class Deadline:
 
     kind: str
     """``decision``, ``dealer_decision``, ``turn`` or ``claim_window``."""
-    duration_s: int
-    """Length of the timer in seconds (from the options)."""
+    duration_ms: int
+    """Length of the timer in milliseconds (from the options)."""
     token: int
     """Identifies this timer; a timeout carrying an older token is stale."""
     seats: tuple[int, ...]

@@ -65,7 +65,7 @@ def _deadline(match: CachetaMatch, full: bool) -> dict[str, Any] | None:
         return None
     result: dict[str, Any] = {
         "kind": deadline.kind,
-        "duration_s": deadline.duration_s,
+        "duration_ms": deadline.duration_ms,
         "token": deadline.token,
     }
     # who has not decided yet is not public while the decisions are secret

@@ -24,10 +24,13 @@ PeriodicJob = tuple[str, Callable[[], Awaitable[object]], float]
 
 
 def build_scheduler(
-    runner: DeadlineRunner, poll_interval_s: float, periodic: Sequence[PeriodicJob] = ()
+    runner: DeadlineRunner,
+    poll_interval_s: float,
+    periodic: Sequence[PeriodicJob] = (),
+    scheduler: AsyncIOScheduler | None = None,
 ) -> AsyncIOScheduler:
     """A scheduler (not started) sweeping deadlines every ``poll_interval_s``."""
-    scheduler = AsyncIOScheduler(timezone="UTC")
+    scheduler = scheduler or AsyncIOScheduler(timezone="UTC")
     jobs: list[PeriodicJob] = [("deadlines", runner.run_due, poll_interval_s), *periodic]
     for job_id, function, interval_s in jobs:
         scheduler.add_job(

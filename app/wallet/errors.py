@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
-from app.errors import AppError, ConflictError, NotFoundError, UnprocessableError, ValidationFailed
+from litestar import MediaType, Request, Response
+
+from app.errors import (
+    AppError,
+    ConflictError,
+    NotFoundError,
+    UnprocessableError,
+    ValidationFailed,
+    error_body,
+)
 from ledger import ErrorCode, LedgerError
 
-__all__ = ("LEDGER_ERROR_TYPES", "app_error")
+__all__ = ("LEDGER_ERROR_TYPES", "app_error", "ledger_error_handler")
 
 _E = ErrorCode
 LEDGER_ERROR_TYPES: MappingProxyType[ErrorCode, type[AppError]] = MappingProxyType(
@@ -58,3 +68,15 @@ def app_error(error: LedgerError) -> AppError:
     """The API error for a ledger refusal, keeping its code, message and details."""
     error_type = LEDGER_ERROR_TYPES[error.code]
     return error_type(error.message, code=str(error.code), details=dict(error.details))
+
+
+def ledger_error_handler(
+    request: Request[Any, Any, Any], exc: LedgerError
+) -> Response[dict[str, Any]]:
+    """Exception handler: a ledger refusal escaping a route becomes its 4xx error body."""
+    error = app_error(exc)
+    return Response(
+        content=error_body(error.code, error.message, error.details),
+        status_code=error.status_code,
+        media_type=MediaType.JSON,
+    )

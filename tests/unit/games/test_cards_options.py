@@ -94,8 +94,12 @@ def test_preset_cacheta_raiz_options() -> None:
     assert not raiz.full_close_allowed
     assert raiz.hand_size == 9 and raiz.lives == 7 and raiz.max_reshuffles is None
     assert (raiz.min_players, raiz.max_players) == (2, 10)
-    assert (raiz.decision_timeout_s, raiz.turn_timeout_s, raiz.claim_window_s) == (30, 25, 3)
-    assert raiz.abandon_after_s == 600
+    assert (raiz.decision_timeout_ms, raiz.turn_timeout_ms, raiz.claim_window_ms) == (
+        30_000,
+        25_000,
+        3_000,
+    )
+    assert raiz.abandon_after_ms == 600_000
 
 
 def test_rule_3_decks_two_up_to_five_players_four_above() -> None:

@@ -164,7 +164,7 @@ def test_rule_3_no_decision_in_time_means_correr() -> None:
     match = start(4, dealer=0)
     match.decide(1, True)
     deadline = match.current_deadline()
-    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("decision", 30)
+    assert deadline is not None and (deadline.kind, deadline.duration_ms) == ("decision", 30_000)
     events = match.timeout(deadline.token)
     assert [(e.seat, e.mandar, e.by_timeout) for e in events if isinstance(e, DecisionMade)] == [
         (2, False, True),
@@ -213,7 +213,7 @@ def test_rule_3_all_ran_round_annulled_everybody_loses_one() -> None:
 def test_rule_3_turn_timeout_in_draw_phase_draws_from_the_stock_and_discards_it() -> None:
     match = play(stock=cs("QC"))
     deadline = match.current_deadline()
-    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("turn", 25)
+    assert deadline is not None and (deadline.kind, deadline.duration_ms) == ("turn", 25_000)
     events = match.timeout(deadline.token)
     assert types(events) == ["drew_stock", "discarded", "claim_window_opened"]
     assert events[0].by_timeout and events[1].card == c("QC")  # type: ignore[attr-defined]
@@ -251,7 +251,7 @@ def test_rule_3_claim_window_opens_after_every_discard_and_nobody_may_draw() -> 
     events = match.timeout()
     assert types(events)[-1] == "claim_window_opened"
     deadline = match.current_deadline()
-    assert deadline is not None and (deadline.kind, deadline.duration_s) == ("claim_window", 3)
+    assert deadline is not None and (deadline.kind, deadline.duration_ms) == ("claim_window", 3_000)
     refuse("wrong_phase", match.draw_stock, 2)
     refuse("wrong_phase", match.draw_discard, 2)
     events = match.timeout()  # same as claim_window_closed

@@ -1,0 +1,302 @@
+"""Drives a table's live match: inputs in, chance from the RNG service, the round log,
+round and match transitions, settlement through the ledger, the next deadline.
+
+Every method runs inside the caller's transaction, with the table row locked
+(``SELECT ... FOR UPDATE``) so the actions of one table are serialized; nothing commits
+here.  A refused input raises before anything is written, so the caller's rollback leaves
+the database as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, text
+
+from app.db.base import utcnow
+from app.games.events import Event
+from app.tables import metrics
+from app.tables.hosting import GameSpec, HostedMatch, match_ended, round_ended
+from app.tables.models import Round, RoundLogEntry, RoundResult, Seat, Table
+from app.tables.roundlog import entry_hash, genesis_hash
+from app.timers import schedule_deadline
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from app.tables.context import TableContext
+
+__all__ = ("TableDriver", "notify_channel")
+
+_PERMUTATION_KINDS = frozenset({"deal", "reshuffle"})
+
+
+def notify_channel(table_id: uuid.UUID) -> str:
+    """The PostgreSQL NOTIFY channel of a table (one per table, shared by all workers)."""
+    return f"raiz_table_{table_id.hex}"
+
+
+class TableDriver:
+    """The match of one locked table, for the duration of one transaction."""
+
+    def __init__(self, context: TableContext, table: Table, spec: GameSpec) -> None:
+        self._context = context
+        self._session: AsyncSession = context.session
+        self.table = table
+        self.spec = spec
+        self._match: HostedMatch | None = None
+        self._round: Round | None = None
+        self._seq = 0
+        self._last_hash = b""
+        self._batch: list[dict[str, Any]] = []
+        self._deal_due_at: dt.datetime | None = None
+        self._now = utcnow()
+
+    # --- loading -----------------------------------------------------------------------------
+    @property
+    def match(self) -> HostedMatch:
+        """The live match, restored from the table's snapshot on first use."""
+        if self._match is None:
+            if self.table.match_state is None:
+                raise RuntimeError("table has no match")
+            self._match = self.spec.restore(self.table.match_state)
+        return self._match
+
+    async def current_round(self) -> Round:
+        """The round in play (loaded with its chain position on first use)."""
+        if self._round is None:
+            self._round = await self._session.scalar(
+                select(Round).where(
+                    Round.table_id == self.table.id, Round.number == self.table.round_number
+                )
+            )
+            if self._round is None:
+                raise RuntimeError("table has no current round")
+            last = (
+                await self._session.execute(
+                    select(RoundLogEntry.seq, RoundLogEntry.hash)
+                    .where(RoundLogEntry.round_id == self._round.id)
+                    .order_by(RoundLogEntry.seq.desc())
+                    .limit(1)
+                )
+            ).first()
+            if last is None:
+                self._seq, self._last_hash = 0, genesis_hash(self._round.id, self._round.commitment)
+            else:
+                self._seq, self._last_hash = last[0], last[1]
+        return self._round
+
+    async def seats_by_engine_seat(self) -> dict[int, Seat]:
+        """The seated players keyed by their index in the match."""
+        rows = await self._session.scalars(
+            select(Seat).where(
+                Seat.table_id == self.table.id,
+                Seat.left_at.is_(None),
+                Seat.engine_seat.is_not(None),
+            )
+        )
+        return {seat.engine_seat: seat for seat in rows if seat.engine_seat is not None}
+
+    # --- the log -----------------------------------------------------------------------------
+    async def _log(self, kind: str, body: dict[str, Any]) -> None:
+        round_ = await self.current_round()
+        self._seq += 1
+        self._last_hash = entry_hash(self._last_hash, self._seq, kind, body)
+        self._session.add(
+            RoundLogEntry(
+                round_id=round_.id,
+                seq=self._seq,
+                kind=kind,
+                body=body,
+                hash=self._last_hash,
+                created_at=self._now,
+            )
+        )
+
+    async def _log_events(self, events: Sequence[Event]) -> None:
+        for event in events:
+            body = event.to_dict()
+            self._batch.append(body)
+            await self._log("event", body)
+
+    async def note(self, body: dict[str, Any]) -> None:
+        """A service-level fact of the round (freeze, client seed...): chained, not replayed."""
+        await self._log("note", body)
+
+    # --- starting ----------------------------------------------------------------------------
+    async def start(self, seats: Sequence[Seat]) -> None:
+        """Start the match with ``seats`` (in chair order) and begin round 1."""
+        table = self.table
+        for index, seat in enumerate(seats):
+            seat.engine_seat = index
+        options = self.spec.options_from_dict(table.options)
+        self._match = self.spec.new_match(options, len(seats))
+        table.status = "running"
+        table.started_at = self._now
+        metrics.TABLES_STARTED.inc()
+        initial = getattr(self._match, "history_events", lambda: ())()
+        await self._begin_round(1, initial_events=tuple(initial))
+
+    async def _begin_round(self, number: int, initial_events: Sequence[Event] = ()) -> None:
+        """Commit the round's seed, record its start state, and arm (or run) the deal."""
+        table = self.table
+        commitment = await self._context.rng.commit_round(table.id, number)
+        round_ = Round(
+            id=uuid.uuid4(),
+            table_id=table.id,
+            number=number,
+            rng_round_id=commitment.id,
+            commitment=commitment.commitment,
+            rng_version=commitment.version,
+            start_state=self.match.snapshot(),
+            start_state_hash=self.match.state_hash(),
+            created_at=self._now,
+        )
+        self._session.add(round_)
+        table.round_number = number
+        self._round = round_
+        self._seq, self._last_hash = 0, genesis_hash(round_.id, round_.commitment)
+        await self._log_events(initial_events)
+        delay_s = self._context.settings.deal_delay_s
+        if delay_s > 0:
+            due_at = self._now + dt.timedelta(seconds=delay_s)
+            schedule_deadline(self._session, table.id, "deal", f"deal:{number}", due_at)
+            self._deal_due_at = due_at
+            self._context.wake_at(due_at)
+        else:
+            await self.resolve_chance()
+
+    async def resolve_chance(self) -> None:
+        """Feed every pending chance input of the current round from its seed's streams."""
+        while (request := self.match.pending_chance()) is not None:
+            if request.round_number != self.table.round_number:
+                await self._begin_round(request.round_number)
+                return
+            round_ = await self.current_round()
+            stream = await self._context.rng.stream(round_.rng_round_id, request.label)
+            value: int | list[int] = (
+                stream.permutation(request.size)
+                if request.kind in _PERMUTATION_KINDS
+                else stream.randbelow(request.size)
+            )
+            events = self.match.apply_chance(value)
+            await self._log(
+                "chance",
+                {
+                    "type": "chance",
+                    "kind": request.kind,
+                    "round": request.round_number,
+                    "label": request.label,
+                    "value": value,
+                },
+            )
+            await self._log_events(events)
+            await self._after(events)
+
+    # --- inputs ------------------------------------------------------------------------------
+    async def apply_input(self, record: dict[str, Any], source: dict[str, Any]) -> None:
+        """Apply a player's or a timer's input (raises ``GameError`` before writing)."""
+        events = self.match.apply(record)
+        await self._log("input", {**record, "source": source})
+        await self._log_events(events)
+        await self._after(events)
+        await self.resolve_chance()
+
+    async def _after(self, events: Sequence[Event]) -> None:
+        ended = round_ended(events)
+        if ended is not None:
+            await self._finish_round(ended.to_dict())
+        finished = match_ended(events)
+        if finished is not None:
+            await self._finish_match(finished.winner, finished.to_dict())
+
+    async def _finish_round(self, summary: dict[str, Any]) -> None:
+        round_ = await self.current_round()
+        self._session.add(
+            RoundResult(
+                round_id=round_.id,
+                final_state_hash=self.match.state_hash(),
+                last_hash=self._last_hash,
+                entries=self._seq,
+                summary=summary,
+                ended_at=self._now,
+            )
+        )
+        await self._context.rng.reveal(round_.rng_round_id)
+        metrics.ROUNDS_FINISHED.labels(str(summary.get("result", "unknown"))).inc()
+
+    async def _finish_match(self, winner_seat: int, summary: dict[str, Any]) -> None:
+        """Pay the winner at the table's fee snapshot and close the escrow."""
+        table = self.table
+        if self._round is not None and not await self._round_has_result(self._round.id):
+            await self._finish_round({"result": "match_ended", **summary})
+        seats = await self.seats_by_engine_seat()
+        winner = seats[winner_seat]
+        settlement = await self._context.ledger.settle_table(
+            f"settle:{table.id}",
+            table.id,
+            table.fee_bps,
+            [winner.user_id],
+            {"table": str(table.id), "round": table.round_number},
+        )
+        await self._context.ledger.close_escrow(table.id)
+        table.status = "finished"
+        table.ended_at = self._now
+        table.frozen_at = None
+        table.result = {
+            "reason": summary.get("reason"),
+            "winner_user_id": str(winner.user_id),
+            "winner_seat": winner_seat,
+            "placements": [
+                {"seat": seat, "place": place, "user_id": str(seats[seat].user_id)}
+                for seat, place in summary.get("placements", [])
+            ],
+            "pool_cents": settlement.pool_cents,
+            "fee_cents": settlement.fee_cents,
+            "payouts": [
+                {"user_id": str(user_id), "amount_cents": amount}
+                for user_id, amount in zip(
+                    settlement.winners, settlement.payouts_cents, strict=True
+                )
+            ],
+        }
+        metrics.TABLES_FINISHED.inc()
+        metrics.PAYOUT_CENTS.inc(sum(settlement.payouts_cents))
+        metrics.FEE_CENTS.inc(settlement.fee_cents)
+
+    async def _round_has_result(self, round_id: uuid.UUID) -> bool:
+        return (await self._session.get(RoundResult, round_id)) is not None
+
+    # --- saving ------------------------------------------------------------------------------
+    async def save(self) -> None:
+        """Persist the live state, arm the next timer, and wake every watcher on commit."""
+        table = self.table
+        if self._match is not None:
+            table.match_state = self._match.snapshot()
+        table.step += 1
+        table.last_events = self._batch
+        self._batch = []
+        waiting_for_deal = table.status == "running" and self.match.pending_chance() is not None
+        if self._deal_due_at is not None and waiting_for_deal:
+            table.timer_kind, table.timer_due_at = "deal", self._deal_due_at
+        elif not (waiting_for_deal and table.timer_kind == "deal"):
+            table.timer_kind, table.timer_due_at = None, None
+            if table.status == "running" and table.frozen_at is None:
+                self.arm_deadline()
+        await self._session.execute(
+            text("SELECT pg_notify(:channel, :payload)"),
+            {"channel": notify_channel(table.id), "payload": str(table.step)},
+        )
+
+    def arm_deadline(self) -> None:
+        """Schedule the engine's current timer (if any) as a durable deadline."""
+        deadline = self.match.current_deadline()
+        if deadline is None:
+            return
+        due_at = self._now + dt.timedelta(milliseconds=deadline.duration_ms)
+        schedule_deadline(self._session, self.table.id, "game", str(deadline.token), due_at)
+        self.table.timer_kind, self.table.timer_due_at = deadline.kind, due_at
+        self._context.wake_at(due_at)

@@ -1,0 +1,408 @@
+"""Table operations: create, list, seat (debit), leave and cancel (refund), start, act.
+
+Each public method is one database transaction that locks the table row first, so every
+change of one table is serialized across requests, timers and workers.  A refusal raises
+an :class:`~app.errors.AppError` before anything is committed (the caller's session is
+rolled back), so a refused request changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
+
+from app.db.base import utcnow
+from app.errors import (
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    UnprocessableError,
+    ValidationFailed,
+)
+from app.games.errors import GameError
+from app.tables import metrics
+from app.tables.driver import TableDriver
+from app.tables.errors import from_game_error
+from app.tables.fees import current_fee_rate
+from app.tables.hosting import GameSpec, game_for_preset
+from app.tables.models import Presence, Seat, Table, TableAction
+from app.tables.roundlog import canonical_json
+
+if TYPE_CHECKING:
+    from app.accounts.service import Principal
+    from app.tables.context import TableContext
+
+__all__ = ("TIMER_OPTIONS", "TableService", "net_prize_cents")
+
+TIMER_OPTIONS = frozenset(
+    {"decision_timeout_ms", "turn_timeout_ms", "claim_window_ms", "abandon_after_ms"}
+)
+"""Options only test deployments may override (``RAIZ_ALLOW_TIMER_OVERRIDES``)."""
+TABLE_OPTIONS = frozenset({"lives"})
+"""Options any table creator may choose within the preset's bounds."""
+MAX_ENTRY_CENTS = 100_000_000
+"""R$ 1,000,000.00: no table takes a larger entry (typo guard)."""
+MIN_FILL_DEADLINE_S = 10
+MAX_FILL_DEADLINE_S = 7 * 24 * 3600
+
+
+def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
+    """What the winner receives from ``pool_cents`` at ``fee_bps`` (fee rounded down)."""
+    return pool_cents - pool_cents * fee_bps // 10_000
+
+
+class TableService:
+    """Table operations for one request (or one timer) in one transaction."""
+
+    def __init__(self, context: TableContext) -> None:
+        self._context = context
+        self._session = context.session
+
+    # --- reading -----------------------------------------------------------------------------
+    async def get(self, table_id: uuid.UUID) -> Table:
+        """A table by id (``table_not_found``)."""
+        table = await self._session.get(Table, table_id)
+        if table is None:
+            raise NotFoundError("No such table.", code="table_not_found")
+        return table
+
+    async def lock(self, table_id: uuid.UUID) -> Table:
+        """The table row, locked until the transaction ends."""
+        table = await self._session.scalar(
+            select(Table).where(Table.id == table_id).with_for_update()
+        )
+        if table is None:
+            raise NotFoundError("No such table.", code="table_not_found")
+        return table
+
+    async def active_seats(self, table_id: uuid.UUID) -> list[Seat]:
+        """Occupied seats in chair order."""
+        rows = await self._session.scalars(
+            select(Seat)
+            .where(Seat.table_id == table_id, Seat.left_at.is_(None))
+            .order_by(Seat.position)
+        )
+        return list(rows)
+
+    async def list_tables(
+        self, *, status: str | None, limit: int, offset: int
+    ) -> list[tuple[Table, int]]:
+        """Tables (newest first) with their occupied-seat counts."""
+        seated = (
+            select(Seat.table_id, func.count().label("seated"))
+            .where(Seat.left_at.is_(None))
+            .group_by(Seat.table_id)
+            .subquery()
+        )
+        query = (
+            select(Table, func.coalesce(seated.c.seated, 0))
+            .outerjoin(seated, seated.c.table_id == Table.id)
+            .order_by(Table.created_at.desc(), Table.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        if status is not None:
+            query = query.where(Table.status == status)
+        return [(table, int(count)) for table, count in (await self._session.execute(query))]
+
+    # --- creating ----------------------------------------------------------------------------
+    async def create(
+        self,
+        creator: Principal,
+        *,
+        preset: str,
+        seat_count: int,
+        entry_cents: int,
+        fill_deadline_s: int,
+        options: Mapping[str, Any],
+    ) -> Table:
+        """A new open table, with the fee rate in force snapshotted and its fill deadline."""
+        spec = game_for_preset(preset)
+        if spec is None:
+            raise ValidationFailed(
+                f"Tables cannot host preset {preset!r} yet.",
+                code="unknown_preset",
+                details={"preset": preset, "playable": ["cacheta-raiz"]},
+            )
+        allowed = TABLE_OPTIONS | (
+            TIMER_OPTIONS if self._context.settings.allow_timer_overrides else frozenset()
+        )
+        refused = sorted(set(options) - allowed)
+        if refused:
+            raise ValidationFailed(
+                f"Option {refused[0]!r} cannot be chosen for a table.",
+                code="option_not_allowed",
+                details={"option": refused[0], "allowed": sorted(allowed)},
+            )
+        try:
+            resolved = spec.resolve_options(preset, dict(options))
+        except GameError as error:
+            raise ValidationFailed(error.message, code=error.code, details=error.details) from None
+        if not spec.min_players(resolved) <= seat_count <= spec.max_players(resolved):
+            raise ValidationFailed(
+                f"{preset} seats {spec.min_players(resolved)} to {spec.max_players(resolved)}.",
+                code="invalid_seat_count",
+                details={"seat_count": seat_count},
+            )
+        if not 0 <= entry_cents <= MAX_ENTRY_CENTS:
+            raise ValidationFailed(
+                f"entry_cents must be between 0 and {MAX_ENTRY_CENTS}.",
+                code="invalid_entry",
+                details={"entry_cents": entry_cents},
+            )
+        if not MIN_FILL_DEADLINE_S <= fill_deadline_s <= MAX_FILL_DEADLINE_S:
+            raise ValidationFailed(
+                f"fill_deadline_s must be between {MIN_FILL_DEADLINE_S} and {MAX_FILL_DEADLINE_S}.",
+                code="invalid_fill_deadline",
+                details={"fill_deadline_s": fill_deadline_s},
+            )
+        rate = await current_fee_rate(self._session)
+        now = utcnow()
+        options_dict = resolved.to_dict()
+        table = Table(
+            id=uuid.uuid4(),
+            game=spec.name,
+            preset=preset,
+            options=options_dict,
+            seat_count=seat_count,
+            entry_cents=entry_cents,
+            currency="BRL",
+            fee_bps=rate.fee_bps,
+            fee_rate_id=rate.id,
+            creator_id=creator.user_id,
+            status="open",
+            fill_deadline_at=now + dt.timedelta(seconds=fill_deadline_s),
+            abandon_after_s=int(options_dict.get("abandon_after_ms", 600_000)) // 1000,
+            created_at=now,
+            step=0,
+            round_number=0,
+            last_events=[],
+        )
+        self._session.add(table)
+        await self._session.flush()
+        await self._context.ledger.ensure_table_escrow(table.id)
+        from app.timers import schedule_deadline
+
+        schedule_deadline(self._session, table.id, "fill", "fill", table.fill_deadline_at)
+        return table
+
+    # --- seats -------------------------------------------------------------------------------
+    async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
+        """Take a seat and pay the entry, in one transaction (never one without the other)."""
+        table = await self.lock(table_id)
+        self._require_open(table)
+        seats = await self.active_seats(table.id)
+        if any(seat.user_id == principal.user_id for seat in seats):
+            raise ConflictError("You already sit at this table.", code="already_seated")
+        if len(seats) >= table.seat_count:
+            raise ConflictError("The table is full.", code="table_full")
+        taken = {seat.position for seat in seats}
+        position = next(index for index in range(table.seat_count) if index not in taken)
+        seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)
+        self._session.add(seat)
+        await self._session.flush()
+        if table.entry_cents > 0:
+            seat.entry_transfer_id = f"entry:{table.id}:{seat.id}"
+            await self._context.ledger.take_entry(
+                seat.entry_transfer_id,
+                principal.user_id,
+                table.id,
+                table.entry_cents,
+                {"seat": seat.id},
+            )
+            metrics.ENTRY_CENTS.inc(table.entry_cents)
+        await self.touch(table.id, principal.user_id)
+        seats.append(seat)
+        driver = TableDriver(self._context, table, self._spec(table))
+        if len(seats) == table.seat_count:
+            await self._start(driver, seats)
+        await driver.save()
+        return seat
+
+    async def leave(self, principal: Principal, table_id: uuid.UUID) -> None:
+        """Leave before the start; the entry comes back in full."""
+        table = await self.lock(table_id)
+        self._require_open(table)
+        seat = next(
+            (s for s in await self.active_seats(table.id) if s.user_id == principal.user_id),
+            None,
+        )
+        if seat is None:
+            raise ConflictError("You do not sit at this table.", code="not_seated")
+        await self._refund(table, seat)
+        driver = TableDriver(self._context, table, self._spec(table))
+        await driver.save()
+
+    async def _refund(self, table: Table, seat: Seat) -> None:
+        seat.left_at = utcnow()
+        if seat.entry_transfer_id is not None:
+            seat.refund_transfer_id = f"refund:{table.id}:{seat.id}"
+            await self._context.ledger.refund_entry(seat.refund_transfer_id, seat.entry_transfer_id)
+            metrics.REFUND_CENTS.inc(table.entry_cents)
+
+    async def cancel(self, principal: Principal | None, table_id: uuid.UUID, reason: str) -> Table:
+        """Cancel an open table and refund every entry (creator or operator; or the timer)."""
+        table = await self.lock(table_id)
+        self._require_open(table)
+        if principal is not None and not (
+            principal.role == "operator" or principal.user_id == table.creator_id
+        ):
+            raise ForbiddenError(
+                "Only the creator or an operator can cancel a table.", code="not_creator"
+            )
+        await self.cancel_locked(table, reason)
+        return table
+
+    async def cancel_locked(self, table: Table, reason: str) -> None:
+        """Refund everyone and close the escrow of a locked open table."""
+        for seat in await self.active_seats(table.id):
+            await self._refund(table, seat)
+        await self._context.ledger.close_escrow(table.id)
+        table.status = "cancelled"
+        table.ended_at = utcnow()
+        table.result = {"reason": reason}
+        driver = TableDriver(self._context, table, self._spec(table))
+        await driver.save()
+
+    async def start(self, principal: Principal, table_id: uuid.UUID) -> Table:
+        """The creator starts the match early with at least the minimum of players."""
+        table = await self.lock(table_id)
+        self._require_open(table)
+        if principal.user_id != table.creator_id:
+            raise ForbiddenError("Only the creator can start the table.", code="not_creator")
+        seats = await self.active_seats(table.id)
+        spec = self._spec(table)
+        minimum = spec.min_players(spec.options_from_dict(table.options))
+        if len(seats) < minimum:
+            raise UnprocessableError(
+                f"At least {minimum} players must sit before the start.",
+                code="not_enough_players",
+                details={"seated": len(seats), "minimum": minimum},
+            )
+        driver = TableDriver(self._context, table, spec)
+        await self._start(driver, seats)
+        await driver.save()
+        return table
+
+    async def _start(self, driver: TableDriver, seats: Sequence[Seat]) -> None:
+        await driver.start(seats)
+
+    # --- play --------------------------------------------------------------------------------
+    async def act(
+        self,
+        principal: Principal,
+        table_id: uuid.UUID,
+        action_id: str,
+        action: Mapping[str, Any],
+    ) -> tuple[Table, bool]:
+        """Apply a player's action once; a retried ``action_id`` is answered, not re-applied.
+
+        Returns the table and whether the action was a replay.
+        """
+        table = await self.lock(table_id)
+        request_hash = hashlib.sha256(canonical_json(dict(action))).digest()
+        previous = await self._session.get(TableAction, (table.id, principal.user_id, action_id))
+        if previous is not None:
+            if previous.request_sha256 != request_hash:
+                raise ConflictError(
+                    "This action id was used for a different action.",
+                    code="idempotency_conflict",
+                    details={"action_id": action_id},
+                )
+            metrics.ACTIONS.labels(str(action.get("type")), "replayed").inc()
+            return table, True
+        if table.status != "running":
+            raise ConflictError(
+                "The match is not running.",
+                code="table_not_running",
+                details={"status": table.status},
+            )
+        if "seat" in action:
+            raise ValidationFailed(
+                "The seat comes from your token, not the request.", code="invalid_action"
+            )
+        seat = await self._engine_seat(table, principal.user_id)
+        record = {**action, "seat": seat}
+        driver = TableDriver(self._context, table, self._spec(table))
+        try:
+            await driver.apply_input(
+                record,
+                {"user": str(principal.user_id), "action_id": action_id},
+            )
+        except GameError as error:
+            metrics.ACTIONS.labels(str(action.get("type")), "refused").inc()
+            raise from_game_error(error) from None
+        self._session.add(
+            TableAction(
+                table_id=table.id,
+                user_id=principal.user_id,
+                action_id=action_id,
+                request_sha256=request_hash,
+                step=table.step + 1,
+            )
+        )
+        await self.touch(table.id, principal.user_id)
+        await driver.save()
+        metrics.ACTIONS.labels(str(action.get("type")), "applied").inc()
+        return table, False
+
+    async def add_client_seed(
+        self, principal: Principal, table_id: uuid.UUID, client_seed: bytes
+    ) -> None:
+        """Mix a player's own seed into the next deal (only before that deal)."""
+        table = await self.lock(table_id)
+        if table.status != "running" or table.round_number == 0:
+            raise ConflictError("No round is waiting for its deal.", code="no_round_pending")
+        seat = await self._engine_seat(table, principal.user_id)
+        driver = TableDriver(self._context, table, self._spec(table))
+        round_ = await driver.current_round()
+        await self._context.rng.add_client_seed(
+            round_.rng_round_id, f"seat:{seat:02d}", client_seed
+        )
+        await driver.note({"type": "client_seed", "seat": seat, "client_seed": client_seed.hex()})
+        await driver.save()
+
+    async def touch(self, table_id: uuid.UUID, user_id: uuid.UUID) -> None:
+        """Record that a player is present now (WebSocket, heartbeat or action)."""
+        now = utcnow()
+        statement = insert(Presence).values(table_id=table_id, user_id=user_id, last_seen_at=now)
+        await self._session.execute(
+            statement.on_conflict_do_update(
+                index_elements=[Presence.table_id, Presence.user_id],
+                set_={"last_seen_at": now},
+            )
+        )
+
+    # --- helpers -----------------------------------------------------------------------------
+    async def _engine_seat(self, table: Table, user_id: uuid.UUID) -> int:
+        seat = await self._session.scalar(
+            select(Seat.engine_seat).where(
+                Seat.table_id == table.id, Seat.user_id == user_id, Seat.left_at.is_(None)
+            )
+        )
+        if seat is None:
+            raise ForbiddenError("You do not play at this table.", code="not_seated")
+        return int(seat)
+
+    def _spec(self, table: Table) -> GameSpec:
+        spec = game_for_preset(table.preset)
+        if spec is None:  # a table is only created for a playable preset
+            raise RuntimeError(f"no game hosts preset {table.preset}")
+        return spec
+
+    @staticmethod
+    def _require_open(table: Table) -> None:
+        if table.status == "running":
+            raise ConflictError("The match has already started.", code="table_started")
+        if table.status != "open":
+            raise ConflictError(
+                f"The table is {table.status}.",
+                code="table_closed",
+                details={"status": table.status},
+            )

@@ -1,0 +1,193 @@
+"""What happens when a table's deadline passes, and the presence sweep (freeze/abandon)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import TYPE_CHECKING
+
+import structlog
+from sqlalchemy import and_, func, select
+
+from app.db.base import utcnow
+from app.tables import metrics
+from app.tables.driver import TableDriver
+from app.tables.hosting import GameSpec, game_for_preset
+from app.tables.models import Presence, Seat, Table
+from app.tables.service import TableService
+from app.timers import schedule_deadline
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from app.db import Database
+    from app.tables.runtime import TableRuntime
+    from app.timers import Deadline, DeadlineHandler
+
+__all__ = ("PresenceSweeper", "table_deadline_handlers")
+
+logger = structlog.get_logger("raiz.tables.timers")
+
+
+def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]:
+    """Handlers for the deadline kinds of tables: ``game``, ``deal``, ``fill``, ``abandon``."""
+
+    async def locked(session: AsyncSession, deadline: Deadline) -> Table:
+        return await TableService(runtime.context(session)).lock(deadline.table_id)
+
+    async def on_game(session: AsyncSession, deadline: Deadline) -> bool:
+        table = await locked(session, deadline)
+        if table.status != "running" or table.frozen_at is not None:
+            return False
+        driver = TableDriver(runtime.context(session), table, _spec(table))
+        current = driver.match.current_deadline()
+        if current is None or str(current.token) != deadline.token:
+            return False
+        await driver.apply_input(
+            {"type": "timeout", "token": current.token},
+            {"deadline": deadline.id, "timer": current.kind},
+        )
+        await driver.save()
+        metrics.TIMEOUTS.labels(current.kind).inc()
+        return True
+
+    async def on_deal(session: AsyncSession, deadline: Deadline) -> bool:
+        table = await locked(session, deadline)
+        if table.status != "running" or deadline.token != f"deal:{table.round_number}":
+            return False
+        driver = TableDriver(runtime.context(session), table, _spec(table))
+        pending = driver.match.pending_chance()
+        if pending is None or pending.round_number != table.round_number:
+            return False
+        await driver.resolve_chance()
+        await driver.save()
+        return True
+
+    async def on_fill(session: AsyncSession, deadline: Deadline) -> bool:
+        table = await locked(session, deadline)
+        if table.status != "open":
+            return False
+        await TableService(runtime.context(session)).cancel_locked(table, "fill_deadline")
+        return True
+
+    async def on_abandon(session: AsyncSession, deadline: Deadline) -> bool:
+        table = await locked(session, deadline)
+        if (
+            table.status != "running"
+            or table.frozen_at is None
+            or deadline.token != abandon_token(table.frozen_at)
+            or table.frozen_keeper_seat is None
+        ):
+            return False
+        driver = TableDriver(runtime.context(session), table, _spec(table))
+        await driver.apply_input(
+            {"type": "abandon_win", "seat": table.frozen_keeper_seat},
+            {"deadline": deadline.id, "timer": "abandon"},
+        )
+        await driver.save()
+        return True
+
+    return {"game": on_game, "deal": on_deal, "fill": on_fill, "abandon": on_abandon}
+
+
+def abandon_token(frozen_at: dt.datetime) -> str:
+    """The token of the abandon deadline armed when a table froze at ``frozen_at``."""
+    return f"abandon:{frozen_at.isoformat()}"
+
+
+def _spec(table: Table) -> GameSpec:
+    spec = game_for_preset(table.preset)
+    if spec is None:
+        raise RuntimeError(f"no game hosts preset {table.preset}")
+    return spec
+
+
+class PresenceSweeper:
+    """Freezes a running table when at most one living player is connected; thaws it when
+    two are back; arms the abandon deadline while frozen."""
+
+    def __init__(self, database: Database, runtime: TableRuntime) -> None:
+        self._database = database
+        self._runtime = runtime
+
+    async def sweep(self) -> int:
+        """Check every running table whose connection count suggests a change."""
+        grace = dt.timedelta(seconds=self._runtime.settings.presence_grace_s)
+        async with self._database.session() as session:
+            connected = func.count(Presence.user_id).filter(
+                Presence.last_seen_at >= utcnow() - grace
+            )
+            rows = await session.execute(
+                select(Table.id, Table.frozen_at, connected)
+                .join(Seat, and_(Seat.table_id == Table.id, Seat.left_at.is_(None)))
+                .outerjoin(
+                    Presence,
+                    and_(Presence.table_id == Table.id, Presence.user_id == Seat.user_id),
+                )
+                .where(Table.status == "running")
+                .group_by(Table.id)
+            )
+            candidates = [
+                table_id
+                for table_id, frozen_at, count in rows
+                if (frozen_at is None and count <= 1) or (frozen_at is not None and count >= 2)
+            ]
+        changed = 0
+        for table_id in candidates:
+            changed += await self._evaluate(table_id, grace)
+        return changed
+
+    async def _evaluate(self, table_id: uuid.UUID, grace: dt.timedelta) -> int:
+        async with self._database.session() as session:
+            table = await session.scalar(
+                select(Table).where(Table.id == table_id).with_for_update(skip_locked=True)
+            )
+            if table is None or table.status != "running":
+                return 0
+            context = self._runtime.context(session)
+            driver = TableDriver(context, table, _spec(table))
+            alive = set(driver.spec.alive_seats(driver.match))
+            seats = await driver.seats_by_engine_seat()
+            seen = dict(
+                (
+                    await session.execute(
+                        select(Presence.user_id, Presence.last_seen_at).where(
+                            Presence.table_id == table.id
+                        )
+                    )
+                ).all()
+            )
+            now = utcnow()
+            online = sorted(
+                seat
+                for seat in alive
+                if seat in seats and seen.get(seats[seat].user_id, now - 2 * grace) >= now - grace
+            )
+            if table.frozen_at is None and len(alive) >= 2 and len(online) <= 1:
+                never = dt.datetime.min.replace(tzinfo=dt.UTC)
+                keeper = (
+                    online[0]
+                    if online
+                    else max(
+                        alive,
+                        key=lambda seat: (seen.get(seats[seat].user_id, never), -seat),
+                    )
+                )
+                table.frozen_at = now
+                table.frozen_keeper_seat = keeper
+                due = now + dt.timedelta(seconds=table.abandon_after_s)
+                schedule_deadline(session, table.id, "abandon", abandon_token(now), due)
+                self._runtime.wake_at(due)
+                await driver.note({"type": "frozen", "keeper": keeper, "online": online})
+            elif table.frozen_at is not None and len(online) >= 2:
+                table.frozen_at = None
+                table.frozen_keeper_seat = None
+                await driver.note({"type": "thawed", "online": online})
+            else:
+                return 0
+            await driver.save()
+            await session.commit()
+            logger.info(
+                "table_presence_change", table_id=str(table.id), frozen=bool(table.frozen_at)
+            )
+            return 1
