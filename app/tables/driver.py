@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, text
 
 from app.db.base import utcnow
-from app.games.events import Event
+from app.games.events import ClaimResolved, Event
 from app.tables import metrics
 from app.tables.hosting import GameSpec, HostedMatch, match_ended, round_ended
 from app.tables.models import Round, RoundLogEntry, RoundResult, Seat, Table
@@ -137,8 +137,8 @@ class TableDriver:
         table.status = "running"
         table.started_at = self._now
         metrics.TABLES_STARTED.inc()
-        initial = getattr(self._match, "history_events", lambda: ())()
-        await self._begin_round(1, initial_events=tuple(initial))
+        # The match's own opening events (e.g. ``match_started``) open round 1's log.
+        await self._begin_round(1, initial_events=tuple(self._match.events))
 
     async def _begin_round(self, number: int, initial_events: Sequence[Event] = ()) -> None:
         """Commit the round's seed, record its start state, and arm (or run) the deal."""
@@ -206,6 +206,9 @@ class TableDriver:
         await self.resolve_chance()
 
     async def _after(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if isinstance(event, ClaimResolved) and event.outcome in ("closed", "burned"):
+                metrics.CLAIMS.labels(event.outcome).inc()
         ended = round_ended(events)
         if ended is not None:
             await self._finish_round(ended.to_dict())
