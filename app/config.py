@@ -26,7 +26,7 @@ __all__ = (
 # Development secrets: public, fixed, and therefore refused in production.
 DEV_SEED_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1zZWVkLWtleS0zMmJ5dGU="
 """AES-256-GCM keyring (``key_id:base64key,...``) sealing unrevealed seeds in development."""
-DEV_SIGNING_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhIQ=="
+DEV_SIGNING_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhISE="
 """Ed25519 private keys (``key_id:base64seed,...``) signing round records in development."""
 DEV_PAYMENT_WEBHOOK_SECRET = "development-only-webhook-secret"  # noqa: S105
 """HMAC-SHA256 secret shared with the payment provider in development."""
