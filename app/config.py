@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     """Pause between a round's seed commitment and its deal (window for client seeds)."""
     presence_grace_s: float = Field(default=15.0, ge=0)
     """How long a player counts as connected after their last WebSocket or heartbeat."""
+    checkpoint_interval_s: float = Field(default=86_400.0, ge=1)
+    """How often the scheduler signs a Merkle checkpoint over the finished rounds (daily)."""
 
     log_level: str = "INFO"
     """Root log level."""

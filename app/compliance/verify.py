@@ -145,7 +145,8 @@ def _json_encoder() -> Any:
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython always has it
         return None
-    return make(None, None, json.encoder.c_encode_basestring, None, ":", ",", True, False, False)
+    encode = json.encoder.c_encode_basestring  # type: ignore[attr-defined]
+    return make(None, None, encode, None, ":", ",", True, False, False)
 
 
 _ENCODER = _json_encoder()
