@@ -125,8 +125,6 @@ async def test_money_history_links_each_movement_to_its_table_and_round(client, 
     match = await play_match(client, settings)
     auditor = await staff(client, settings)
     rounds = await _rounds(client, auditor, match["table_id"])
-    winner = json.loads(json.dumps(rounds[-1]["summary"]))
-    assert winner
     user_id = match["players"][0][0]
     response = await client.get(f"/compliance/players/{user_id}/money", headers=auth(auditor))
     assert response.status_code == 200, response.text
@@ -185,7 +183,7 @@ async def test_only_compliance_reads_and_every_read_is_in_the_access_log(client,
 
 async def test_a_player_sees_own_hands_and_verifies_the_shuffle(client, settings):
     match = await play_match(client, settings)
-    user_id, token = match["players"][1]
+    _, token = match["players"][1]
     response = await client.get("/players/me/hands?limit=50", headers=auth(token))
     assert response.status_code == 200, response.text
     hands = response.json()
