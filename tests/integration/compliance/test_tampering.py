@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+
 import pytest
 
 from app.compliance.audit import verify_all
