@@ -19,11 +19,11 @@ from app.compliance.bundle import verify_bundle
 from app.compliance.record import record_hash
 from app.compliance.signing import Signer, round_message
 from app.compliance.synthetic import synthetic_bundle
-from app.compliance.verify import chain_hash, event_dict, signed_record
+from app.compliance.verify import canonical, chain_hash, event_dict, signed_record, state_hash
 from app.compliance.verify_bundle import main as offline_main
 from app.config import DEV_SIGNING_KEYRING
-from app.games import resolve_options
-from app.games.events import event_from_dict
+from app.games import resolve_options, restore
+from app.games.events import canonical_bytes, event_from_dict
 from app.tables.roundlog import entry_hash, genesis_hash
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -97,6 +97,9 @@ def test_the_fast_paths_equal_the_reference_functions(bundle):
             if entry["kind"] == "event":
                 event = event_from_dict(entry["body"])
                 assert event_dict(event) == event.to_dict() == entry["body"]
+        assert canonical(round_["start_state"]) == canonical_bytes(round_["start_state"])
+        match = restore(round_["start_state"])
+        assert state_hash(match) == match.state_hash() == round_["start_state_hash"]
 
 
 def test_stored_data_tampering_is_named(bundle):
