@@ -26,6 +26,7 @@ from app.compliance.loader import checkpoint_dict, public_key_dicts
 from app.compliance.models import Checkpoint
 from app.compliance.service import ComplianceService
 from app.compliance.signatures import signer_for
+from app.compliance.signing import SIGNATURE_ALGORITHM
 from rng.service import RngService
 
 __all__ = (
@@ -204,11 +205,24 @@ class AuditController(Controller):
     async def public_keys(
         self, db_session: DbSession, settings: AppSettings
     ) -> list[dict[str, Any]]:
-        """Every key that ever signed (rotations kept), with the active one flagged."""
-        active = signer_for(settings).key_id
-        return [
-            {**key, "active": key["key_id"] == active} for key in await public_key_dicts(db_session)
+        """Every key that ever signed (rotations kept), with the active one flagged (its
+        ``created_at`` is null until it first signs)."""
+        signer = signer_for(settings)
+        keys = [
+            {**key, "active": key["key_id"] == signer.key_id}
+            for key in await public_key_dicts(db_session)
         ]
+        if not any(key["active"] for key in keys):  # not used yet: registered on first use
+            keys.append(
+                {
+                    "key_id": signer.key_id,
+                    "algorithm": SIGNATURE_ALGORITHM,
+                    "public_key": signer.public_key.hex(),
+                    "created_at": None,
+                    "active": True,
+                }
+            )
+        return keys
 
     @get("/checkpoints", operation_id="listCheckpoints")
     async def checkpoints(
