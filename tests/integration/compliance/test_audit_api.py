@@ -208,3 +208,50 @@ async def test_a_player_sees_own_hands_and_verifies_the_shuffle(client, settings
     assert_error(
         await client.get("/players/me/hands", headers=auth(match["operator"])), 403, "forbidden"
     )
+
+
+def _raiz(database_url: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DATABASE_URL": database_url, "RAIZ_ENV": "test"}
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "audit", *arguments],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+async def test_the_audit_commands(client, settings, tmp_path):
+    match = await play_match(client, settings, players=2, lives=2)
+    auditor = await staff(client, settings)
+    rounds = await _rounds(client, auditor, match["table_id"])
+    url = settings.database_url
+    checkpoint = _raiz(url, "checkpoint")
+    assert checkpoint.returncode == 0, checkpoint.stderr
+    assert json.loads(checkpoint.stdout.splitlines()[-1])["tree_size"] == len(rounds)
+    verified = _raiz(url, "verify-round", rounds[-1]["round_id"])
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.stdout.startswith(f"PASS round {rounds[-1]['round_id']}")
+    everything = _raiz(url, "verify-all")
+    assert everything.returncode == 0, everything.stdout + everything.stderr
+    assert f"verify-all ok: {len(rounds)} rounds of 1 tables, 1 checkpoints" in everything.stdout
+    assert "rounds/s" in everything.stdout
+    path = tmp_path / "dispute.json"
+    exported = _raiz(url, "export-round", rounds[0]["round_id"], "-o", str(path))
+    assert exported.returncode == 0, exported.stderr
+    offline = subprocess.run(
+        [sys.executable, "-m", "app.compliance.verify_bundle", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert offline.returncode == 0 and offline.stdout.startswith("PASS"), offline.stdout
+    missing = _raiz(url, "verify-round", str(uuid.uuid4()))
+    assert missing.returncode == 2 and "round_not_found" in missing.stderr
+    log = (await client.get("/admin/access-log", headers=auth(match["operator"]))).json()
+    assert [row["action"] for row in log[:2]] == ["export_round", "verify_round"]
+    assert all(row["actor"].startswith("cli:") and row["role"] == "cli" for row in log[:2])
