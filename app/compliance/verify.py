@@ -200,7 +200,8 @@ def event_dict(event: Any) -> dict[str, Any]:
 
 def _describe(body: Any) -> str:
     if isinstance(body, dict):
-        return f"{body.get('type', '?')} (seq {body.get('seq', '?')})"
+        seq = body.get("seq")
+        return f"{body.get('type', '?')}" + ("" if seq is None else f" (event seq {seq})")
     return repr(body)[:60]
 
 
