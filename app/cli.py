@@ -180,5 +180,14 @@ def _register_game_commands() -> None:
 _register_game_commands()
 
 
+def _register_audit_commands() -> None:
+    from app.compliance.cli import audit_group
+
+    main.add_command(audit_group)
+
+
+_register_audit_commands()
+
+
 if __name__ == "__main__":
     main()

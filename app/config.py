@@ -26,7 +26,7 @@ __all__ = (
 # Development secrets: public, fixed, and therefore refused in production.
 DEV_SEED_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1zZWVkLWtleS0zMmJ5dGU="
 """AES-256-GCM keyring (``key_id:base64key,...``) sealing unrevealed seeds in development."""
-DEV_SIGNING_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhIQ=="
+DEV_SIGNING_KEYRING = "dev1:ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhISE="
 """Ed25519 private keys (``key_id:base64seed,...``) signing round records in development."""
 DEV_PAYMENT_WEBHOOK_SECRET = "development-only-webhook-secret"  # noqa: S105
 """HMAC-SHA256 secret shared with the payment provider in development."""
@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     """Pause between a round's seed commitment and its deal (window for client seeds)."""
     presence_grace_s: float = Field(default=15.0, ge=0)
     """How long a player counts as connected after their last WebSocket or heartbeat."""
+    checkpoint_interval_s: float = Field(default=86_400.0, ge=1)
+    """How often the scheduler signs a Merkle checkpoint over the finished rounds (daily)."""
 
     log_level: str = "INFO"
     """Root log level."""

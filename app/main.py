@@ -22,6 +22,15 @@ from app.accounts.controllers import AdminUsersController, AuthController
 from app.api.health import HealthController
 from app.api.middleware import RequestContextMiddleware
 from app.api.openapi import document_error_responses
+from app.compliance.checkpoints import CheckpointJob
+from app.compliance.controllers import (
+    AccessLogController,
+    AuditController,
+    CheckpointController,
+    ComplianceController,
+    PlayerHandsController,
+)
+from app.compliance.signatures import check_signing_settings
 from app.config import Settings, get_settings
 from app.db import Database
 from app.db.embedded import ensure_database_async, resolve_database_url_sync
@@ -84,6 +93,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     db = database or Database.connect(url, settings)
     capacity = settings.db_pool_size + settings.db_max_overflow
     rng_services = RngServices.from_settings(settings)
+    check_signing_settings(settings)
+    checkpoints = CheckpointJob(db, settings)
 
     runner = DeadlineRunner(db, {})
     scheduler = AsyncIOScheduler(timezone="UTC")
@@ -116,6 +127,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("pool-gauges", refresh_gauges, POOL_GAUGE_INTERVAL_S),
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
+                ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
             ],
             scheduler=scheduler,
         )
@@ -161,6 +173,11 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             TableController,
             FeeRateController,
             table_socket,
+            ComplianceController,
+            CheckpointController,
+            AuditController,
+            PlayerHandsController,
+            AccessLogController,
         ],
         dependencies={
             "settings": Provide(lambda: settings, sync_to_thread=False),

@@ -54,6 +54,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "ledger_tampering: the test corrupts the ledger on purpose; the database_url "
         "fixture skips its reconciliation before dropping the database",
     )
+    config.addinivalue_line(
+        "markers",
+        "round_tampering: the test corrupts rounds on purpose; the database_url fixture "
+        "skips its verify-all before dropping the database",
+    )
 
 
 async def _ledger_problems(url: str) -> list[str]:
@@ -70,6 +75,28 @@ async def _ledger_problems(url: str) -> list[str]:
     finally:
         await engine.dispose()
     return [f"{problem.check}: {problem.message}" for problem in report.problems]
+
+
+async def _round_problems(url: str) -> list[str]:
+    """What ``raiz audit verify-all`` would report on the database at ``url`` (nothing to do,
+    and no cost beyond one query, when no round has finished)."""
+    from app.compliance.audit import verify_all
+    from app.db import Database
+
+    connection = await asyncpg.connect(url)
+    try:
+        finished = await connection.fetchval("SELECT EXISTS (SELECT 1 FROM game.round_results)")
+    finally:
+        await connection.close()
+    if not finished:
+        return []
+    settings = make_settings(url)
+    database = Database.connect(url, settings)
+    try:
+        report = await verify_all(database, settings)
+    finally:
+        await database.dispose()
+    return [f"{where}: {failure}" for where, failure in report.failures]
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +137,9 @@ async def database_url(
 
     Before the drop the ledger is reconciled: a test that leaves money unaccounted for
     fails here, so the whole suite ends with every test database reconciling clean
-    (tests marked ``ledger_tampering`` break the ledger on purpose and are skipped).
+    (tests marked ``ledger_tampering`` break the ledger on purpose and are skipped).  Every
+    finished round is verified too (``raiz audit verify-all``), so every round the suite's
+    matches produce is proven to re-execute from its seed (``round_tampering`` skips it).
     """
     name = f"raiz_t_{uuid.uuid4().hex[:12]}"
     admin = await _admin(pg_server_url)
@@ -124,6 +153,8 @@ async def database_url(
     try:
         if request.node.get_closest_marker("ledger_tampering") is None:
             problems = await _ledger_problems(url)
+        if request.node.get_closest_marker("round_tampering") is None:
+            problems += await _round_problems(url)
     finally:
         admin = await _admin(pg_server_url)
         try:
@@ -131,7 +162,10 @@ async def database_url(
         finally:
             await admin.close()
     if problems:
-        pytest.fail("ledger reconciliation failed after the test:\n" + "\n".join(problems))
+        pytest.fail(
+            "ledger reconciliation or round verification failed after the test:\n"
+            + "\n".join(problems)
+        )
 
 
 def make_settings(database_url: str | None, **overrides: object) -> Settings:

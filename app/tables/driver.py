@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, text
 
+from app.compliance.signatures import sign_round
 from app.db.base import utcnow
 from app.games.events import ClaimResolved, Event
 from app.tables import metrics
@@ -218,17 +219,20 @@ class TableDriver:
 
     async def _finish_round(self, summary: dict[str, Any]) -> None:
         round_ = await self.current_round()
-        self._session.add(
-            RoundResult(
-                round_id=round_.id,
-                final_state_hash=self.match.state_hash(),
-                last_hash=self._last_hash,
-                entries=self._seq,
-                summary=summary,
-                ended_at=self._now,
-            )
+        result = RoundResult(
+            round_id=round_.id,
+            final_state_hash=self.match.state_hash(),
+            last_hash=self._last_hash,
+            entries=self._seq,
+            summary=summary,
+            ended_at=self._now,
         )
+        self._session.add(result)
         await self._context.rng.reveal(round_.rng_round_id)
+        # Signed in the round's last transaction: a committed round is a signed round.
+        await sign_round(
+            self._session, self._context.settings, self._context.rng, self.table, round_, result
+        )
         metrics.ROUNDS_FINISHED.labels(str(summary.get("result", "unknown"))).inc()
 
     async def _finish_match(self, winner_seat: int, summary: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from app.errors import (
     UnprocessableError,
     ValidationFailed,
 )
+from app.games.cacheta import PLAYER_ACTIONS
 from app.games.errors import GameError
 from app.tables import metrics
 from app.tables.driver import TableDriver
@@ -46,6 +47,8 @@ TIMER_OPTIONS = frozenset(
 """Options only test deployments may override (``RAIZ_ALLOW_TIMER_OVERRIDES``)."""
 TABLE_OPTIONS = frozenset({"lives"})
 """Options any table creator may choose within the preset's bounds."""
+PLAYER_ACTION_TYPES = frozenset(action.type for action in PLAYER_ACTIONS)
+"""What a player may send; ``timeout`` and ``abandon_win`` come from timers only."""
 MAX_ENTRY_CENTS = 100_000_000
 """R$ 1,000,000.00: no table takes a larger entry (typo guard)."""
 MIN_FILL_DEADLINE_S = 10
@@ -326,6 +329,13 @@ class TableService:
         if "seat" in action:
             raise ValidationFailed(
                 "The seat comes from your token, not the request.", code="invalid_action"
+            )
+        if action.get("type") not in PLAYER_ACTION_TYPES:
+            # Timeouts and abandonment wins come from the server's timers only.
+            raise ValidationFailed(
+                "Players may only decide, draw, discard, close or claim.",
+                code="invalid_action",
+                details={"type": action.get("type"), "allowed": sorted(PLAYER_ACTION_TYPES)},
             )
         seat = await self._engine_seat(table, principal.user_id)
         record = {**action, "seat": seat}

@@ -1,0 +1,1 @@
+"""Compliance: round verification, signatures, checkpoints, dispute bundles, access audit."""

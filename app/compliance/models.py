@@ -1,0 +1,116 @@
+"""Tables of compliance (schema ``game``), all insert-only: database triggers refuse
+UPDATE, DELETE and TRUNCATE (migration ``game_0004``).
+
+* ``signing_keys``: every public key that ever signed, kept forever (rotations add rows);
+* ``round_signatures``: one per finished round: the record, its hash, key id, signature;
+* ``merkle_leaves``: the append-only sequence of signed rounds the checkpoints cover;
+* ``checkpoints``: signed RFC 6962 tree heads over a prefix of the leaves;
+* ``access_log``: who read what, when, through the compliance routes and commands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, LargeBinary, String
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import DateTime
+
+from app.db.base import GameBase, utcnow
+
+__all__ = ("AccessLogEntry", "Checkpoint", "MerkleLeaf", "RoundSignature", "SigningKey")
+
+APPEND_ONLY_TABLES = (
+    "signing_keys",
+    "round_signatures",
+    "merkle_leaves",
+    "checkpoints",
+    "access_log",
+)
+"""Compliance tables the migration protects with triggers."""
+
+
+class SigningKey(GameBase):
+    """A public key that signs (or signed) round records and checkpoints."""
+
+    __tablename__ = "signing_keys"
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    algorithm: Mapped[str] = mapped_column(String(16))
+    """``ed25519``."""
+    public_key: Mapped[bytes] = mapped_column(LargeBinary(32))
+    """Raw 32-byte Ed25519 public key."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    """When the service first used the key."""
+
+
+class RoundSignature(GameBase):
+    """The signed record of one finished round (written in the round's last transaction)."""
+
+    __tablename__ = "round_signatures"
+    __table_args__ = (Index("ix_round_signatures_signed_at", "signed_at", "round_id"),)
+
+    round_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("rounds.id"), primary_key=True)
+    record: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    """The record that was signed (``app.compliance.record.round_record``)."""
+    record_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    """SHA-256 of the record's canonical JSON: what is signed, and the Merkle leaf."""
+    key_id: Mapped[str] = mapped_column(ForeignKey("signing_keys.key_id"))
+    signature: Mapped[bytes] = mapped_column(LargeBinary(64))
+    signed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MerkleLeaf(GameBase):
+    """Position of a signed round in the checkpointed tree (assigned by checkpoints, in order)."""
+
+    __tablename__ = "merkle_leaves"
+
+    leaf_index: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    round_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("round_signatures.round_id"), unique=True
+    )
+    record_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    """The round's record hash (the leaf is ``SHA-256(0x00 ‖ record_hash)``)."""
+    added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Checkpoint(GameBase):
+    """A signed tree head: the Merkle root of the first ``tree_size`` leaves."""
+
+    __tablename__ = "checkpoints"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    tree_size: Mapped[int] = mapped_column(BigInteger)
+    root: Mapped[bytes] = mapped_column(LargeBinary(32))
+    key_id: Mapped[str] = mapped_column(ForeignKey("signing_keys.key_id"))
+    signature: Mapped[bytes] = mapped_column(LargeBinary(64))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    origin: Mapped[str] = mapped_column(String(16))
+    """``scheduled``, ``api`` or ``cli``."""
+    created_by: Mapped[str | None] = mapped_column(String(64))
+    """Who asked for it (user id, ``cli:<os user>``), None for the scheduler."""
+
+
+class AccessLogEntry(GameBase):
+    """One compliance read: who, what, when."""
+
+    __tablename__ = "access_log"
+    __table_args__ = (
+        Index("ix_access_log_at", "at"),
+        Index("ix_access_log_actor_at", "actor", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    actor: Mapped[str] = mapped_column(String(64))
+    """A user id, or ``cli:<os user>`` for the command line."""
+    role: Mapped[str] = mapped_column(String(16))
+    action: Mapped[str] = mapped_column(String(48))
+    """What was read: ``search_rounds``, ``replay_round``, ``export_round``..."""
+    target: Mapped[str | None] = mapped_column(String(128))
+    """The round, table or user it was about."""
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    """Filters, counts, outcome."""

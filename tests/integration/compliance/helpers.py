@@ -1,0 +1,79 @@
+"""Helpers for compliance tests: real matches over HTTP, users by role, raw SQL tampering."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+
+from app.games.bots import HeuristicBot
+from tests.helpers import auth, create_user, login
+from tests.integration.tables.helpers import FAST_TIMERS, create_table, operator, player, view
+
+
+async def play_match(
+    client: Any, settings: Any, *, players: int = 3, lives: int = 3, entry_cents: int = 500
+) -> dict[str, Any]:
+    """Seat ``players`` funded players at a new table and let bots play it to the end.
+
+    Returns the table id, the operator's token and the players' (user id, token) pairs.
+    """
+    op = await operator(client, settings)
+    seated = [await player(client, settings, f"player{i}", 1_000, op) for i in range(players)]
+    table = await create_table(
+        client,
+        seated[0][1],
+        seat_count=players,
+        entry_cents=entry_cents,
+        options={"lives": lives, **FAST_TIMERS},
+    )
+    for _, token in seated:
+        response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))
+        assert response.status_code == 201, response.text
+    bots: dict[str, HeuristicBot] = {}
+    for _ in range(5000):
+        current = [await view(client, token, table["id"]) for _, token in seated]
+        if current[0]["status"] == "finished":
+            break
+        acted = False
+        for (_, token), seen in zip(seated, current, strict=True):
+            game = seen["game_view"]
+            seat = seen["you"]["match_seat"]
+            if game is None or seat is None:
+                continue
+            action = bots.setdefault(token, HeuristicBot(seat)).act(game)
+            if action is None:
+                continue
+            action.pop("seat", None)
+            response = await client.post(
+                f"/tables/{table['id']}/actions",
+                json={"action_id": f"{seen['step']}-{action['type']}", "action": action},
+                headers=auth(token),
+            )
+            assert response.status_code in (200, 409, 422), response.text
+            acted = True
+        if not acted:
+            await asyncio.sleep(0.03)
+    final = await view(client, seated[0][1], table["id"])
+    assert final["status"] == "finished", final
+    return {"table_id": table["id"], "operator": op, "players": seated}
+
+
+async def staff(client: Any, settings: Any, name: str = "auditor") -> str:
+    """A compliance user's token."""
+    await create_user(settings, name, role="compliance")
+    return await login(client, name)
+
+
+@contextlib.asynccontextmanager
+async def raw(url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A superuser connection that bypasses the append-only triggers (tampering on purpose)."""
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute("SET session_replication_role = replica")
+        yield connection
+    finally:
+        await connection.close()

@@ -1,0 +1,59 @@
+"""Retention: rounds, their logs, signatures, checkpoints, the access log and the ledger cannot
+be deleted or changed through the application (no route deletes them; the database refuses)."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+pytestmark = pytest.mark.asyncio
+
+KEPT_TABLES = (
+    "game.rounds",
+    "game.round_log",
+    "game.round_results",
+    "game.signing_keys",
+    "game.round_signatures",
+    "game.merkle_leaves",
+    "game.checkpoints",
+    "game.access_log",
+    "ledger.transfers",
+    "ledger.entries",
+    "ledger.settlements",
+    "rng.reveals",
+)
+
+
+async def test_the_database_refuses_to_delete_or_change_kept_records(database_url):
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "INSERT INTO game.access_log (at, actor, role, action, details) "
+            "VALUES (now(), 'x', 'compliance', 'search_rounds', '{}')"
+        )
+        for table in KEPT_TABLES:  # row triggers need rows; TRUNCATE's fire on any table
+            with pytest.raises(asyncpg.PostgresError, match="append-only"):
+                await connection.execute(f"TRUNCATE {table} CASCADE")
+        for statement in ("DELETE FROM game.access_log", "UPDATE game.access_log SET actor = 'y'"):
+            with pytest.raises(asyncpg.PostgresError, match="append-only"):
+                await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def test_no_route_deletes_anything(client):
+    schema = (await client.get("/schema/openapi.json")).json()
+    deleting = [
+        path
+        for path, operations in schema["paths"].items()
+        if "delete" in operations and not path.startswith("/auth")
+    ]
+    assert deleting == []
+
+
+async def test_the_active_public_key_is_published_before_it_first_signs(client):
+    keys = (await client.get("/audit/public-keys")).json()
+    assert [(key["key_id"], key["active"], key["created_at"]) for key in keys] == [
+        ("dev1", True, None)
+    ]
+    assert len(bytes.fromhex(keys[0]["public_key"])) == 32

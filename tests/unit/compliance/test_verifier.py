@@ -1,0 +1,240 @@
+"""The pure verifier on bundles of bot matches recorded like the driver records them:
+each kind of tampering is caught by the right check, even when the forger re-chains the log
+and re-signs with a key of their own."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import io
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from app.compliance.bundle import verify_bundle
+from app.compliance.record import record_hash
+from app.compliance.signing import Signer, round_message
+from app.compliance.synthetic import synthetic_bundle
+from app.compliance.verify import canonical, chain_hash, event_dict, signed_record, state_hash
+from app.compliance.verify_bundle import main as offline_main
+from app.config import DEV_SIGNING_KEYRING
+from app.games import resolve_options, restore
+from app.games.events import canonical_bytes, event_from_dict
+from app.tables.roundlog import entry_hash, genesis_hash
+
+ROOT = Path(__file__).resolve().parents[3]
+SIGNER = Signer.from_keyring(DEV_SIGNING_KEYRING)
+FORGER = Signer.from_keyring("dev1:" + base64.b64encode(b"f" * 32).decode())
+
+
+@pytest.fixture(scope="module")
+def pristine() -> dict:
+    bundle = synthetic_bundle(resolve_options("cacheta-raiz", {"lives": 4}), 4, SIGNER, index=3)
+    assert len(bundle["rounds"]) >= 3
+    return bundle
+
+
+@pytest.fixture
+def bundle(pristine) -> dict:
+    return copy.deepcopy(pristine)
+
+
+def _played(bundle) -> dict:
+    """A round in which cards were discarded."""
+    return next(
+        r for r in bundle["rounds"] if any(e["body"].get("type") == "discarded" for e in r["log"])
+    )
+
+
+def _entry(round_, predicate) -> dict:
+    return next(e for e in round_["log"] if predicate(e))
+
+
+def _rechain_and_resign(bundle, round_, signer=SIGNER) -> None:
+    """What a forger with the signing key would do after editing a round."""
+    previous = genesis_hash(uuid.UUID(round_["id"]), round_["commitment"])
+    for entry in round_["log"]:
+        previous = entry_hash(previous, entry["seq"], entry["kind"], entry["body"])
+        entry["hash"] = previous.hex()
+    round_["result"]["last_hash"] = previous.hex()
+    round_["result"]["entries"] = len(round_["log"])
+    record = signed_record(bundle["table"], round_)
+    digest = record_hash(record)
+    round_["signature"] = {
+        "key_id": signer.key_id,
+        "signature": signer.sign(round_message(digest)).hex(),
+        "record_hash": digest.hex(),
+        "record": record,
+    }
+
+
+def _failure(bundle, **kwargs) -> tuple[str, str]:
+    report = verify_bundle(bundle, **kwargs)
+    assert not report.ok
+    assert report.failure is not None
+    return report.failure.check, report.failure.item
+
+
+def test_a_recorded_match_verifies(bundle):
+    report = verify_bundle(bundle, public_keys={"dev1": SIGNER.public_key})
+    assert report.ok, report.failure
+    assert [outcome.number for outcome in report.rounds] == list(
+        range(1, len(bundle["rounds"]) + 1)
+    )
+
+
+def test_the_fast_paths_equal_the_reference_functions(bundle):
+    for round_ in bundle["rounds"]:
+        previous = b"\x00" * 32
+        for entry in round_["log"]:
+            assert chain_hash(previous, 7, entry["kind"], entry["body"]) == entry_hash(
+                previous, 7, entry["kind"], entry["body"]
+            )
+            if entry["kind"] == "event":
+                event = event_from_dict(entry["body"])
+                assert event_dict(event) == event.to_dict() == entry["body"]
+        assert canonical(round_["start_state"]) == canonical_bytes(round_["start_state"])
+        match = restore(round_["start_state"])
+        assert state_hash(match) == match.state_hash() == round_["start_state_hash"]
+
+
+def test_stored_data_tampering_is_named(bundle):
+    played = _played(bundle)
+    discard = _entry(played, lambda e: e["body"].get("type") == "discarded")
+    cases = []
+    flipped = copy.deepcopy(bundle)
+    _entry(_played(flipped), lambda e: e["seq"] == discard["seq"])["body"]["card"] ^= 1
+    cases.append((flipped, ("chain", f"entry {discard['seq']}")))
+    deleted = copy.deepcopy(bundle)
+    _played(deleted)["log"].pop(discard["seq"] - 1)
+    cases.append((deleted, ("chain", f"entry {discard['seq']}")))
+    reordered = copy.deepcopy(bundle)
+    log = _played(reordered)["log"]
+    position = discard["seq"] - 1
+    log[position]["seq"], log[position + 1]["seq"] = log[position + 1]["seq"], log[position]["seq"]
+    log.sort(key=lambda e: e["seq"])
+    cases.append((reordered, ("chain", f"entry {discard['seq']}")))
+    seeded = copy.deepcopy(bundle)
+    seed = seeded["rounds"][0]["rng"]["seed"]
+    seeded["rounds"][0]["rng"]["seed"] = ("1" if seed[0] == "0" else "0") + seed[1:]
+    cases.append((seeded, ("commitment", "seed")))
+    paid = copy.deepcopy(bundle)
+    payout = next(t for t in paid["money"]["transfers"] if t["kind"] == "payout")
+    payout["amount_cents"] -= 1
+    cases.append((paid, ("money", f"transfer {payout['id']}")))
+    swapped = copy.deepcopy(bundle)
+    a, b = swapped["rounds"][0]["signature"], swapped["rounds"][1]["signature"]
+    a["signature"], b["signature"] = b["signature"], a["signature"]
+    cases.append((swapped, ("signature", "signature")))
+    truncated = copy.deepcopy(bundle)
+    truncated["rounds"][-1]["log"].pop()
+    cases.append((truncated, ("chain", f"entry {len(bundle['rounds'][-1]['log'])}")))
+    for tampered, expected in cases:
+        assert _failure(tampered) == expected
+
+
+def test_a_rechained_and_resigned_event_edit_is_caught_by_the_replay(bundle):
+    round_ = _played(bundle)
+    discard = _entry(round_, lambda e: e["body"].get("type") == "discarded")
+    discard["body"]["by_timeout"] = not discard["body"]["by_timeout"]
+    _rechain_and_resign(bundle, round_)
+    assert _failure(bundle) == ("replay", f"entry {discard['seq']}")
+
+
+def test_a_rechained_log_signed_by_another_key_is_caught_by_the_signature(bundle):
+    round_ = bundle["rounds"][0]
+    # a note is chained but not replayed: only the chain's seal and the signature protect it
+    round_["log"].append({"seq": len(round_["log"]) + 1, "kind": "note", "body": {"type": "x"}})
+    _rechain_and_resign(bundle, round_, FORGER)
+    assert _failure(bundle, public_keys={"dev1": SIGNER.public_key}) == ("signature", "signature")
+
+
+def test_a_deal_that_does_not_come_from_the_seed_is_named_even_if_re_signed(bundle):
+    round_ = bundle["rounds"][1]
+    deal = _entry(round_, lambda e: e["kind"] == "chance" and e["body"]["kind"] == "deal")
+    value = deal["body"]["value"]
+    value[0], value[1] = value[1], value[0]
+    _rechain_and_resign(bundle, round_)
+    assert _failure(bundle) == ("chance", f"entry {deal['seq']}")
+
+
+def test_an_input_the_engine_refuses_or_that_changes_the_events_is_named(bundle):
+    round_ = _played(bundle)
+    discard_input = _entry(
+        round_, lambda e: e["kind"] == "input" and e["body"]["type"] == "discard"
+    )
+    discard_input["body"]["card"] = 10_000
+    _rechain_and_resign(bundle, round_)
+    check, item = _failure(bundle)
+    assert (check, item) == ("replay", f"entry {discard_input['seq']}")
+    report = verify_bundle(bundle)
+    assert "refuses" in report.failure.reason
+
+
+def test_a_player_acting_for_another_seat_or_a_player_sent_timeout_is_named(bundle):
+    timed = copy.deepcopy(bundle)
+    round_ = _played(bundle)
+    move = _entry(round_, lambda e: e["kind"] == "input" and "user" in e["body"]["source"])
+    other = next(s["user_id"] for s in bundle["seats"] if s["engine_seat"] != move["body"]["seat"])
+    move["body"]["source"]["user"] = other
+    _rechain_and_resign(bundle, round_)
+    assert _failure(bundle) == ("replay", f"entry {move['seq']}")
+    round_ = _played(timed)
+    timeout = _entry(round_, lambda e: e["kind"] == "input" and e["body"]["type"] == "timeout")
+    timeout["body"]["source"] = {"user": bundle["seats"][0]["user_id"], "action_id": "x"}
+    _rechain_and_resign(timed, round_)
+    assert _failure(timed) == ("replay", f"entry {timeout['seq']}")
+
+
+def test_a_wrong_final_state_or_broken_continuity_is_named(bundle):
+    round_ = bundle["rounds"][0]
+    round_["result"]["final_state_hash"] = "0" * 64
+    _rechain_and_resign(bundle, round_)
+    assert _failure(bundle) == ("final_state", "final state hash")
+    gap = copy.deepcopy(bundle)
+    del gap["rounds"][1]
+    assert _failure(gap) == ("format", "round 2")
+
+
+def test_a_settlement_to_the_wrong_player_is_named(bundle):
+    loser = next(
+        s["user_id"]
+        for s in bundle["seats"]
+        if s["user_id"] != bundle["money"]["settlement"]["winners"][0]
+    )
+    bundle["money"]["settlement"]["winners"] = [loser]
+    assert _failure(bundle) == ("money", f"settlement settle:{bundle['table']['id']}")
+
+
+def test_the_offline_verifier_prints_pass_or_fail_and_exits_accordingly(bundle, tmp_path):
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    output = io.StringIO()
+    assert offline_main([str(path), "--public-key", f"dev1:{SIGNER.public_key.hex()}"], output) == 0
+    assert output.getvalue().startswith("PASS table ")
+    output = io.StringIO()
+    assert offline_main([str(path), "--public-key", f"dev1:{FORGER.public_key.hex()}"], output) == 1
+    assert "signature" in output.getvalue()
+    text = path.read_text()
+    path.write_text(text.replace('"kept": ', '"kept": 1', 1) if '"kept": ' in text else text[:-2])
+    output = io.StringIO()
+    code = offline_main([str(path)], output)
+    assert code in (1, 2) and output.getvalue().startswith(("FAIL", "ERROR"))
+    output = io.StringIO()
+    assert offline_main([str(tmp_path / "missing.json")], output) == 2
+
+
+def test_the_offline_verifier_loads_no_database_or_web_code():
+    probe = (
+        "import sys, app.compliance.verify_bundle; "
+        "bad = [m for m in ('sqlalchemy', 'asyncpg', 'litestar', 'pydantic') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
