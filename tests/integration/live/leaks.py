@@ -30,7 +30,7 @@ from typing import Any
 import asyncpg
 
 from app.games.views import CARD_FIELDS
-from tests.integration.live.support import Received, fetch_log
+from tests.integration.live.support import Received, fetch_log, table_view_of
 
 CARD_FREE_EVENTS = frozenset(
     {
@@ -179,16 +179,6 @@ def _ints(value: Any) -> Iterator[int]:
             yield from _ints(item)
     else:
         raise AssertionError(f"unexpected card value {value!r}")
-
-
-def table_view_of(message: Received, table_id: str) -> dict[str, Any] | None:
-    """The table view a message carries (WebSocket push or HTTP answer), if any."""
-    body = message.json()
-    if isinstance(body, dict) and body.get("type") == "view":
-        body = body["view"]
-    if isinstance(body, dict) and body.get("id") == table_id and "step" in body:
-        return body
-    return None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ and the ground truth read back from the database (test code may read any table).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import time
 import uuid
@@ -15,7 +16,7 @@ import asyncpg
 import httpx
 import websockets
 
-from app.clients.bot_player import RemoteBotPlayer, websocket_url
+from app.clients.bot_player import ActionStats, RemoteBotPlayer, websocket_url
 from rng.verification import verify_round
 from tests.conftest import make_settings
 from tests.helpers import DEFAULT_PASSWORD, create_user
@@ -72,6 +73,16 @@ def recording_client(recorder: Recorder | None = None, base_url: str = "") -> ht
     """An HTTP client that hands every response body to ``recorder``."""
     hooks = {"response": [recorder.on_response]} if recorder is not None else {}
     return httpx.AsyncClient(base_url=base_url, timeout=30, event_hooks=hooks)
+
+
+def table_view_of(message: Received, table_id: str) -> dict[str, Any] | None:
+    """The table view a message carries (WebSocket push or HTTP answer), if any."""
+    body = message.json()
+    if isinstance(body, dict) and body.get("type") == "view":
+        body = body["view"]
+    if isinstance(body, dict) and body.get("id") == table_id and "step" in body:
+        return body
+    return None
 
 
 # --- people -----------------------------------------------------------------------------------
@@ -153,11 +164,12 @@ async def play_match(
     *,
     timeout_s: float = 120.0,
     tie_break: int = 0,
+    stats: ActionStats | None = None,
 ) -> list[dict[str, Any]]:
     """Four (or n) ``RemoteBotPlayer``s play the table to its end, concurrently.
 
     Player ``i`` talks to ``bases[i % len(bases)]`` (HTTP and WebSocket). Returns the
-    final view of every player.
+    final view of every player. ``stats`` (if given) adds up what every bot measured.
     """
     bots = [
         RemoteBotPlayer(
@@ -166,6 +178,7 @@ async def play_match(
             player.token,
             table_id,
             tie_break=tie_break + index,
+            stats=stats,
             on_message=player.recorder.on_frame(
                 websocket_url(bases[index % len(bases)], table_id, "<token>")
             ),
@@ -330,6 +343,12 @@ def check_deadlines_once(report: Sequence[dict[str, Any]], now: Any) -> None:
         if row["status"] == "pending":
             assert row["due_at"] > now, row
             assert row["kind"] == "fill", row
+        if row["kind"] == "game":
+            # one deadline per engine timer: a timer going on keeps the one armed for it
+            assert (
+                sum(other["kind"] == "game" and other["token"] == row["token"] for other in report)
+                == 1
+            ), row
         if row["kind"] in ("game", "abandon"):
             assert row["inputs"] == (1 if row["status"] == "fired" else 0), row
         else:
@@ -359,3 +378,26 @@ async def wait_for_status(
             if table["status"] == status:
                 return table
             await asyncio.sleep(0.1)
+
+
+def check_timers_shown(
+    table_id: str, people: Sequence[Person], report: Sequence[dict[str, Any]]
+) -> int:
+    """Every view of one engine timer shows one due time: the due time of the deadline
+    that fires it. Returns how many timers were seen."""
+    due_by_token: dict[str, set[str]] = {}
+    for who in people:
+        for message in who.recorder.messages:
+            view = table_view_of(message, table_id)
+            if view is None or view["game_view"] is None or view["timer"] is None:
+                continue
+            deadline = view["game_view"]["deadline"]
+            if deadline is None:
+                continue
+            assert view["timer"]["kind"] == deadline["kind"], view["timer"]
+            due_by_token.setdefault(str(deadline["token"]), set()).add(view["timer"]["due_at"])
+    armed = {row["token"]: row["due_at"] for row in report if row["kind"] == "game"}
+    for token, shown in due_by_token.items():
+        assert len(shown) == 1, (token, shown)
+        assert dt.datetime.fromisoformat(shown.pop()) == armed[token], token
+    return len(due_by_token)

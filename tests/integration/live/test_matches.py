@@ -15,6 +15,7 @@ from tests.integration.live.support import (
     check_deadlines_once,
     check_money,
     check_seeds,
+    check_timers_shown,
     close_all,
     connect,
     create_table,
@@ -92,8 +93,11 @@ async def test_two_tables_play_to_the_end_concurrently(database_url, tmp_path):
                 assert rounds, "at least one round was played"
             await settle_deadlines(db, [table["id"] for table in tables])
             now = await db.fetchval("SELECT now()")
-            for table in tables:
-                check_deadlines_once(await deadline_report(db, table["id"]), now)
+            for group, table in enumerate(tables):
+                report = await deadline_report(db, table["id"])
+                check_deadlines_once(report, now)
+                seated = players[4 * group : 4 * group + 4]
+                assert check_timers_shown(table["id"], seated, report) > 10
         finally:
             await db.close()
             await close_all([operator, *players])
