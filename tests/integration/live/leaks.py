@@ -10,7 +10,8 @@ field of events and of ``last_result``) and must be, at the message's step, eith
 viewer held in that round (dealt to it or drawn by it from the stock) or one made public in
 that round by then: the vira, every discard (which covers the claim window's card and a
 card taken from the pile), and at a close the closer's melds, discard and claimed card;
-after a reshuffle the card left on the pile.  Anything else (another hand, the stock, a
+after a reshuffle the card left on the pile (the reshuffled cards are hidden again
+until drawn or discarded anew).  Anything else (another hand, the stock, a
 card before it was shown) is a leak.  Seeds (hex and base64) may not appear before the
 step (or, for messages without a step, the moment) of their reveal.
 """
@@ -131,6 +132,12 @@ async def rebuild(db: asyncpg.Connection, table_id: str) -> Knowledge:
                     card for card in (event["discard"], event["claimed_card"]) if card is not None
                 )
             elif kind == "reshuffled":
+                # the pile went back into the stock: its cards are hidden again (their new
+                # order is secret) until someone draws or discards them anew
+                hidden = set(event["stock"])
+                public[number] -= hidden
+                for cards in own[number].values():
+                    cards.difference_update(hidden)
                 public[number].add(event["kept"])
             elif kind == "round_ended":
                 knowledge.reveal_step[number] = step

@@ -37,10 +37,13 @@ from tests.integration.live.support import (
 )
 from tests.live import ROOT
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 FILL_DEADLINE_S = 10
 """The shortest fill deadline a table accepts."""
+A_TIMERS = {**FAST_TIMERS, "decision_timeout_ms": 5_000, "turn_timeout_ms": 5_000}
+"""Table A's timers are longer than the time an overdue deadline may take to fire after
+the restart, so "fired at once" cannot be confused with "re-armed for its duration"."""
 
 
 async def test_pending_deadlines_fire_once_after_a_crash_and_matches_finish(database_url, tmp_path):
@@ -78,7 +81,7 @@ async def test_pending_deadlines_fire_once_after_a_crash_and_matches_finish(data
         for player in c_players:
             await take_seat(base, table_c["id"], player)
         assert [await balance(base, p) for p in c_players] == [1_500, 1_500]
-        table_a = await create_table(base, a_players[0], options={"lives": 3, **FAST_TIMERS})
+        table_a = await create_table(base, a_players[0], options={"lives": 2, **A_TIMERS})
         table_b = await create_table(base, b_players[0], options={"lives": 4, **FAST_TIMERS})
         for table, players in ((table_a, a_players), (table_b, b_players)):
             for player in players:
@@ -138,11 +141,7 @@ async def test_pending_deadlines_fire_once_after_a_crash_and_matches_finish(data
             "ORDER BY d.id DESC LIMIT 1",
             table_a["id"],
         )
-        assert a_timer is not None and a_timer["timer_kind"] in (
-            "turn",
-            "decision",
-            "dealer_decision",
-        )
+        assert a_timer is not None, "A has a running timer"
         fill = await db.fetchrow(
             "SELECT id, due_at FROM game.deadlines WHERE table_id = $1::uuid AND kind = 'fill'",
             table_c["id"],
@@ -184,6 +183,7 @@ async def test_pending_deadlines_fire_once_after_a_crash_and_matches_finish(data
             }
             for row in handled.values():
                 assert row["handled_at"] > killed_at, row
+                # at once: well before a timer re-armed for its full duration would fire
                 assert row["handled_at"] - ready_at < dt.timedelta(seconds=3), row
             assert handled[a_timer["id"]]["status"] == "fired"
             assert handled[fill["id"]]["status"] == "fired"
