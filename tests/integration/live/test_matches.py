@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import uuid
 
 import pytest
 
+from app.clients.bot_player import BotPlayerError, RemoteBotPlayer
 from tests.integration.live import leaks
 from tests.integration.live.support import (
     FAST_TIMERS,
@@ -91,6 +93,15 @@ async def test_two_tables_play_to_the_end_concurrently(database_url, tmp_path):
                 await check_money(base, final, seated)
                 rounds = await check_seeds(base, operator, db, table["id"], seats=4)
                 assert rounds, "at least one round was played"
+            # a bot arriving late gets the final view at once; a bad token or table stops it
+            late = RemoteBotPlayer(players[0].http, base, players[0].token, tables[0]["id"])
+            assert (await late.play(timeout_s=10))["status"] == "finished"
+            for token, table_id in (
+                ("not-a-token", tables[0]["id"]),
+                (operator.token, str(uuid.uuid4())),
+            ):
+                with pytest.raises(BotPlayerError):
+                    await RemoteBotPlayer(operator.http, base, token, table_id).play(timeout_s=10)
             await settle_deadlines(db, [table["id"] for table in tables])
             now = await db.fetchval("SELECT now()")
             for group, table in enumerate(tables):
