@@ -79,6 +79,7 @@ class RemoteBotPlayer:
         self._tie_break = tie_break
         self._bot: HeuristicBot | None = None
         self._last_step = -1
+        self._undelivered: dict[str, Any] | None = None
         self.stats = stats or ActionStats()
         self._on_view = on_view
         self._on_message = on_message
@@ -138,11 +139,33 @@ class RemoteBotPlayer:
         return None
 
     async def _maybe_act(self, view: dict[str, Any]) -> dict[str, Any] | None:
-        """Post the bot's move for ``view`` (once per step); the answer's view if accepted."""
+        """Post the bot's move for ``view`` (once per step); the answer's view if accepted.
+
+        A move that could not be delivered at all (the server was away) is sent again, same
+        move and same action id, when the same step shows up after a reconnection: an
+        unchanged step proves it was not applied.
+        """
         step = int(view["step"])
-        if step <= self._last_step:
+        action: dict[str, Any] | None
+        if step == self._last_step and self._undelivered is not None:
+            action = self._undelivered
+        elif step <= self._last_step:
             return None
-        self._last_step = step
+        else:
+            self._last_step = step
+            action = self._choose(view)
+        self._undelivered = None
+        if action is None:
+            return None
+        response = await self.send(action, f"s{step}-{action['type']}")
+        if response is None:
+            self._undelivered = action
+            return None
+        if response.status_code == 200:
+            return dict(response.json())
+        return None
+
+    def _choose(self, view: dict[str, Any]) -> dict[str, Any] | None:
         seat = view["you"]["match_seat"]
         game = view.get("game_view")
         if seat is None or game is None:
@@ -152,11 +175,7 @@ class RemoteBotPlayer:
         action = self._bot.act(game)
         if action is None:
             return None
-        action = {key: value for key, value in action.items() if key != "seat"}
-        response = await self.send(action, f"s{step}-{action['type']}")
-        if response is not None and response.status_code == 200:
-            return dict(response.json())
-        return None
+        return {key: value for key, value in action.items() if key != "seat"}
 
     async def send(self, action: dict[str, Any], action_id: str) -> httpx.Response | None:
         """Post one action, retrying network errors with the same action id (never applied
