@@ -168,6 +168,71 @@ def ledger_reconcile() -> None:
         sys.exit(1)
 
 
+@main.command()
+@click.option(
+    "--players", type=click.IntRange(2, 10), default=4, show_default=True, help="Bots at the table."
+)
+@click.option(
+    "--entry-cents",
+    type=click.IntRange(0, 100_000_000),
+    default=500,
+    show_default=True,
+    help="Entry fee per seat, in centavos.",
+)
+@click.option(
+    "--lives", type=click.IntRange(1, 20), default=3, show_default=True, help="Lives per player."
+)
+@click.option(
+    "--deposit-cents",
+    type=click.IntRange(0, 100_000_000),
+    default=2_000,
+    show_default=True,
+    help="What the operator deposits to each bot first.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Bots' tie-breaks (the cards still come from the audited RNG).",
+)
+@click.option(
+    "--keep-server", is_flag=True, help="Leave the API running after the match (until Ctrl-C)."
+)
+def demo(
+    *,
+    players: int,
+    entry_cents: int,
+    lives: int,
+    deposit_cents: int,
+    seed: int,
+    keep_server: bool,
+) -> None:
+    """Watch bots play a whole match through the API, then check the money and the seeds.
+
+    Starts ``raiz serve`` on a free loopback port (on the embedded database unless
+    DATABASE_URL is set), creates an operator and bot players, funds them, seats them at
+    an entry table, lets them play over HTTP and WebSocket, and prints every round, the
+    payout, every balance and each round's seed verification. Not for production.
+    """
+    from app.demo.run import DemoOptions, run_demo
+
+    if deposit_cents < entry_cents:
+        raise click.BadParameter("must cover the entry", param_hint="--deposit-cents")
+    status = run_demo(
+        DemoOptions(
+            players=players,
+            entry_cents=entry_cents,
+            lives=lives,
+            deposit_cents=deposit_cents,
+            seed=seed,
+            keep_server=keep_server,
+        ),
+        click.echo,
+    )
+    sys.exit(status)
+
+
 def _register_game_commands() -> None:
     from app.games.cli import make_simulate_command, rules_group
     from app.games.simulate import stream_chance_factory

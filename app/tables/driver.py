@@ -23,7 +23,7 @@ from app.tables import metrics
 from app.tables.hosting import GameSpec, HostedMatch, match_ended, round_ended
 from app.tables.models import Round, RoundLogEntry, RoundResult, Seat, Table
 from app.tables.roundlog import entry_hash, genesis_hash
-from app.timers import schedule_deadline
+from app.timers import Deadline, schedule_deadline
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -292,16 +292,36 @@ class TableDriver:
         elif not (waiting_for_deal and table.timer_kind == "deal"):
             table.timer_kind, table.timer_due_at = None, None
             if table.status == "running" and table.frozen_at is None:
-                self.arm_deadline()
+                await self.arm_deadline()
         await self._session.execute(
             text("SELECT pg_notify(:channel, :payload)"),
             {"channel": notify_channel(table.id), "payload": str(table.step)},
         )
 
-    def arm_deadline(self) -> None:
-        """Schedule the engine's current timer (if any) as a durable deadline."""
+    async def arm_deadline(self) -> None:
+        """Schedule the engine's current timer (if any) as a durable deadline.
+
+        A timer that goes on under the same token (the turn after its draw, the shared
+        decision timer after each decision) keeps the deadline already armed for it: it
+        is neither scheduled twice nor shown to players with a later due time than the
+        one at which it fires.
+        """
         deadline = self.match.current_deadline()
         if deadline is None:
+            return
+        armed_due_at = await self._session.scalar(
+            select(Deadline.due_at)
+            .where(
+                Deadline.table_id == self.table.id,
+                Deadline.kind == "game",
+                Deadline.token == str(deadline.token),
+                Deadline.status == "pending",
+            )
+            .order_by(Deadline.id.desc())
+            .limit(1)
+        )
+        if armed_due_at is not None:
+            self.table.timer_kind, self.table.timer_due_at = deadline.kind, armed_due_at
             return
         due_at = self._now + dt.timedelta(milliseconds=deadline.duration_ms)
         schedule_deadline(self._session, self.table.id, "game", str(deadline.token), due_at)

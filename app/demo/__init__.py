@@ -1,0 +1,1 @@
+"""``raiz demo``: a whole match between four bots, played through the real API."""
