@@ -48,6 +48,8 @@ class TableDriver:
         self.table = table
         self.spec = spec
         self._match: HostedMatch | None = None
+        self._loaded_token: int | None = None
+        """The engine's timer token when the match was loaded (its timer is already armed)."""
         self._round: Round | None = None
         self._seq = 0
         self._last_hash = b""
@@ -63,6 +65,8 @@ class TableDriver:
             if self.table.match_state is None:
                 raise RuntimeError("table has no match")
             self._match = self.spec.restore(self.table.match_state)
+            deadline = self._match.current_deadline()
+            self._loaded_token = deadline.token if deadline is not None else None
         return self._match
 
     async def current_round(self) -> Round:
@@ -285,7 +289,7 @@ class TableDriver:
         waiting_for_deal = table.status == "running" and self.match.pending_chance() is not None
         if self._deal_due_at is not None and waiting_for_deal:
             table.timer_kind, table.timer_due_at = "deal", self._deal_due_at
-        elif not (waiting_for_deal and table.timer_kind == "deal"):
+        elif not (waiting_for_deal and table.timer_kind == "deal") and not self._timer_unchanged():
             table.timer_kind, table.timer_due_at = None, None
             if table.status == "running" and table.frozen_at is None:
                 self.arm_deadline()
@@ -293,6 +297,17 @@ class TableDriver:
             text("SELECT pg_notify(:channel, :payload)"),
             {"channel": notify_channel(table.id), "payload": str(table.step)},
         )
+
+    def _timer_unchanged(self) -> bool:
+        """Whether the engine's timer is still the one armed before this change (a draw
+        inside a turn, one player's decision, a claim): it keeps its due time."""
+        table = self.table
+        if table.status != "running" or table.frozen_at is not None:
+            return False
+        if self._match is None or table.timer_due_at is None or table.timer_kind == "deal":
+            return False
+        deadline = self._match.current_deadline()
+        return deadline is not None and deadline.token == self._loaded_token
 
     def arm_deadline(self) -> None:
         """Schedule the engine's current timer (if any) as a durable deadline."""

@@ -43,6 +43,8 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         current = driver.match.current_deadline()
         if current is None or str(current.token) != deadline.token:
             return False
+        if table.timer_due_at is not None and deadline.due_at < table.timer_due_at:
+            return False  # re-armed later for the same token (the table thawed meanwhile)
         await driver.apply_input(
             {"type": "timeout", "token": current.token},
             {"deadline": deadline.id, "timer": current.kind},
