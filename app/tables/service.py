@@ -196,12 +196,14 @@ class TableService:
     async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
         """Take a seat and pay the entry, in one transaction (never one without the other)."""
         table = await self.lock(table_id)
-        self._require_open(table)
+        if table.status != "running":
+            self._require_open(table)
         seats = await self.active_seats(table.id)
         if any(seat.user_id == principal.user_id for seat in seats):
             raise ConflictError("You already sit at this table.", code="already_seated")
         if len(seats) >= table.seat_count:
             raise ConflictError("The table is full.", code="table_full")
+        self._require_open(table)
         taken = {seat.position for seat in seats}
         position = next(index for index in range(table.seat_count) if index not in taken)
         seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)
