@@ -325,13 +325,22 @@ class TableService:
                 code="table_not_running",
                 details={"status": table.status},
             )
+        spec = self._spec(table)
+        kind = action.get("type")
+        if not isinstance(kind, str) or kind not in spec.player_actions:
+            # timeouts, abandon wins and chance inputs come from timers and the service only
+            raise ValidationFailed(
+                f"Unknown action type {kind!r}.",
+                code="unknown_action",
+                details={"allowed": sorted(spec.player_actions)},
+            )
         if "seat" in action:
             raise ValidationFailed(
                 "The seat comes from your token, not the request.", code="invalid_action"
             )
         seat = await self._engine_seat(table, principal.user_id)
         record = {**action, "seat": seat}
-        driver = TableDriver(self._context, table, self._spec(table))
+        driver = TableDriver(self._context, table, spec)
         try:
             await driver.apply_input(
                 record,
