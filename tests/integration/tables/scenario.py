@@ -10,13 +10,17 @@ stock, top first).  ``Game`` is a started table with its players in match-seat o
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+from litestar.testing.transport import TestClientTransport as PortalTransport
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -34,6 +38,7 @@ __all__ = (
     "Game",
     "card_ids_in",
     "cards",
+    "concurrently",
     "deal_permutation",
     "fix_streams",
     "start_game",
@@ -112,6 +117,38 @@ def card_ids_in(value: Any) -> set[int]:
 
     walk(value)
     return found
+
+
+class _Shared(httpx.BaseTransport):
+    """The test client's transport, shared by threads (each request runs in its portal)."""
+
+    def __init__(self, inner: PortalTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._inner.handle_request(request)
+
+
+async def concurrently(client: Any, requests: Sequence[tuple[str, dict[str, Any], str]]) -> list:
+    """POST every ``(path, body, token)`` at once, each from its own thread, all released
+    together, so the app (in the test client's portal loop) serves them concurrently."""
+    barrier = threading.Barrier(len(requests), timeout=30)
+    transport = _Shared(PortalTransport(client=client, raise_server_exceptions=True))
+    with (
+        httpx.Client(transport=transport, base_url=str(client.base_url)) as sync,
+        ThreadPoolExecutor(max_workers=len(requests)) as pool,
+    ):
+
+        def send(path: str, body: dict[str, Any], token: str) -> httpx.Response:
+            barrier.wait()
+            return sync.post(path, json=body, headers=auth(token))
+
+        loop = asyncio.get_running_loop()
+        return list(
+            await asyncio.gather(
+                *(loop.run_in_executor(pool, send, *request) for request in requests)
+            )
+        )
 
 
 @asynccontextmanager
