@@ -125,3 +125,40 @@ async def test_nobody_comes_back_the_connected_player_wins_the_prize(client, set
     assert not [e for e in await game.log(1) if e.get("type") == "timeout"]
     (ended,) = [e for e in await game.log(1) if e.get("type") == "match_ended"]
     assert ended["reason"] == "abandon" and ended["winner"] == 1
+
+
+async def test_an_eliminated_player_online_does_not_keep_the_table_running(client, settings):
+    hands = {
+        0: ["2C", "3C", "4C", "5H", "6H", "7H", "9S", "9H", "QD"],  # closes with 9C
+        1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
+        2: ["2H", "6C", "9D", "QH", "4D", "8D", "5H", "10C", "3C"],
+    }
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    game = await start_game(
+        client,
+        settings,
+        players=3,
+        dealer=2,
+        hands=hands,
+        stock=["9C"],
+        options={"lives": 2, **timers},
+    )
+    online = {0, 1, 2}
+    async with heartbeats(game, online):
+        # round 1: seat 0 closes, seat 1 played and loses its two lives, the dealer ran
+        await game.decide(0, True)
+        await game.decide(1, True)
+        await game.decide(2, False)
+        await game.act(0, "draw_stock")
+        closed = await game.act(0, "close")
+        assert closed["game_view"]["eliminated"] == [False, True, False]
+        assert closed["game_view"]["lives"] == [2, 0, 1]
+        assert (await game.wait(lambda v: not v["frozen"], seat=None))["status"] == "running"
+
+        # seat 2 (alive) goes away; seat 1 (eliminated) keeps watching: one living player
+        # is connected, so the table freezes
+        online.discard(2)
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=8)
+        assert frozen["timer"] is None
+        notes = [e for e in await game.log(2) if e["kind"] == "note"]
+        assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
