@@ -284,7 +284,7 @@ class Game:
         return [await balance(self.client, token) for _, token in self.players]
 
     async def log(self, round_number: int = 1) -> list[dict[str, Any]]:
-        """The round's log entries (kind + body) in order."""
+        """The round's log entries in order: each body with its entry kind as ``log``."""
         rows = await sql(
             self.settings,
             "SELECT l.kind, l.body FROM game.round_log l JOIN game.rounds r ON r.id = l.round_id"
@@ -292,7 +292,7 @@ class Game:
             table=uuid.UUID(self.id),
             number=round_number,
         )
-        return [{"kind": kind, **body} for kind, body in rows]
+        return [{"log": kind, **body} for kind, body in rows]
 
 
 async def seat(client: Any, token: str, table_id: str) -> dict[str, Any]:

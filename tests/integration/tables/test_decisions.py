@@ -147,7 +147,7 @@ async def test_all_but_one_ran_the_one_wins_the_round_without_playing(client, se
         # the next round is dealt by the next player
         assert game_view["round_number"] == 2 and game_view["dealer"] == 0
     # nobody drew or discarded a card in round 1
-    played = {entry["type"] for entry in await game.log(1) if entry["kind"] == "event"}
+    played = {entry["type"] for entry in await game.log(1) if entry["log"] == "event"}
     assert played.isdisjoint({"turn_started", "drew_stock", "drew_discard", "discarded"})
 
 

@@ -302,3 +302,32 @@ MONEY = (
     "net_prize_cents",
     "net_prize_if_full_cents",
 )
+
+
+async def test_a_free_table_starts_and_finishes_without_moving_money(client, settings):
+    hands = {
+        0: ["2C", "3C", "4C", "5H", "6H", "7H", "9S", "9H", "QD"],  # closes with 9C
+        1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
+    }
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    game = await start_game(
+        client,
+        settings,
+        players=2,
+        deposit_cents=0,
+        entry_cents=0,
+        dealer=1,
+        hands=hands,
+        stock=["9C"],
+        options={"lives": 1, **timers},
+    )
+    await game.decide(0, True)
+    await game.decide(1, True)
+    await game.act(0, "draw_stock")
+    closed = await game.act(0, "close")
+    assert closed["status"] == "finished"
+    assert closed["result"]["winner_seat"] == 0
+    assert closed["result"]["pool_cents"] == 0 and closed["result"]["fee_cents"] == 0
+    assert await game.balances() == [0, 0]
+    escrow = await account(client, game.operator, "table_escrow", game.id)
+    assert escrow["balance_cents"] == 0 and escrow["closed_at"] is not None

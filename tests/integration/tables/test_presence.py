@@ -73,7 +73,7 @@ async def test_a_frozen_table_pauses_its_timer_and_a_returning_player_restarts_i
         frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=6)
         assert frozen["timer"] is None
         assert frozen["game_view"]["round"]["phase"] == "deciding"
-        notes = [e for e in await game.log(1) if e["kind"] == "note"]
+        notes = [e for e in await game.log(1) if e["log"] == "note"]
         assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
 
         # seat 1 comes back: two players are connected again, the table thaws
@@ -160,5 +160,5 @@ async def test_an_eliminated_player_online_does_not_keep_the_table_running(clien
         online.discard(2)
         frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=8)
         assert frozen["timer"] is None
-        notes = [e for e in await game.log(2) if e["kind"] == "note"]
+        notes = [e for e in await game.log(2) if e["log"] == "note"]
         assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
