@@ -65,7 +65,8 @@ async def test_the_claimant_nearest_after_the_discarder_closes(client, settings,
     assert (await game.game(1))["round"]["hand"] == cards(*hands[1])
     await everybody_plays(game)
     before = await game.balances()
-    await discard_nine_of_clubs(game)
+    window = await discard_nine_of_clubs(game)
+    assert window["timer"]["kind"] == "claim_window"
 
     # nobody may draw while the window is open; claims need two melds; one claim each
     assert_error(await game.post(1, {"type": "draw_stock"}), 409, "wrong_phase")
@@ -75,6 +76,7 @@ async def test_the_claimant_nearest_after_the_discarder_closes(client, settings,
         claimed = await game.act(seat, "claim")
         assert claimed["game_view"]["round"]["claimed"] is True
         assert [e["seat"] for e in of_type(claimed, "claimed")] == [seat]
+        assert claimed["timer"] == window["timer"]  # a claim does not extend the window
     assert_error(await game.post(clicks[0], {"type": "claim"}), 409, "already_claimed")
     # claims are secret until the window closes
     for seat in (0, 3, None):
@@ -83,9 +85,9 @@ async def test_the_claimant_nearest_after_the_discarder_closes(client, settings,
         assert of_type(seen, "claimed") == []
 
     ended = await wait_round_over(game)
-    (window,) = of_type(ended, "claim_window_ended")
-    assert window["claimants"] == [1, 2]  # priority order, not click order
-    assert window["by_timeout"] is True
+    (closing,) = of_type(ended, "claim_window_ended")
+    assert closing["claimants"] == [1, 2]  # priority order, not click order
+    assert closing["by_timeout"] is True
     outcomes = [(e["seat"], e["outcome"]) for e in of_type(ended, "claim_resolved")]
     assert outcomes == [(1, "closed"), (2, "not_evaluated")]
     (closed,) = of_type(ended, "closed")
