@@ -23,7 +23,7 @@ from app.tables import metrics
 from app.tables.hosting import GameSpec, HostedMatch, match_ended, round_ended
 from app.tables.models import Round, RoundLogEntry, RoundResult, Seat, Table
 from app.tables.roundlog import entry_hash, genesis_hash
-from app.timers import Deadline, schedule_deadline
+from app.timers import schedule_deadline
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -49,6 +49,8 @@ class TableDriver:
         self.table = table
         self.spec = spec
         self._match: HostedMatch | None = None
+        self._loaded_token: int | None = None
+        """The engine's timer token when the match was loaded (its timer is already armed)."""
         self._round: Round | None = None
         self._seq = 0
         self._last_hash = b""
@@ -64,6 +66,8 @@ class TableDriver:
             if self.table.match_state is None:
                 raise RuntimeError("table has no match")
             self._match = self.spec.restore(self.table.match_state)
+            deadline = self._match.current_deadline()
+            self._loaded_token = deadline.token if deadline is not None else None
         return self._match
 
     async def current_round(self) -> Round:
@@ -289,39 +293,30 @@ class TableDriver:
         waiting_for_deal = table.status == "running" and self.match.pending_chance() is not None
         if self._deal_due_at is not None and waiting_for_deal:
             table.timer_kind, table.timer_due_at = "deal", self._deal_due_at
-        elif not (waiting_for_deal and table.timer_kind == "deal"):
+        elif not (waiting_for_deal and table.timer_kind == "deal") and not self._timer_unchanged():
             table.timer_kind, table.timer_due_at = None, None
             if table.status == "running" and table.frozen_at is None:
-                await self.arm_deadline()
+                self.arm_deadline()
         await self._session.execute(
             text("SELECT pg_notify(:channel, :payload)"),
             {"channel": notify_channel(table.id), "payload": str(table.step)},
         )
 
-    async def arm_deadline(self) -> None:
-        """Schedule the engine's current timer (if any) as a durable deadline.
+    def _timer_unchanged(self) -> bool:
+        """Whether the engine's timer is still the one armed before this change (a draw
+        inside a turn, one player's decision, a claim): it keeps its due time."""
+        table = self.table
+        if table.status != "running" or table.frozen_at is not None:
+            return False
+        if self._match is None or table.timer_due_at is None or table.timer_kind == "deal":
+            return False
+        deadline = self._match.current_deadline()
+        return deadline is not None and deadline.token == self._loaded_token
 
-        A timer that goes on under the same token (the turn after its draw, the shared
-        decision timer after each decision) keeps the deadline already armed for it: it
-        is neither scheduled twice nor shown to players with a later due time than the
-        one at which it fires.
-        """
+    def arm_deadline(self) -> None:
+        """Schedule the engine's current timer (if any) as a durable deadline."""
         deadline = self.match.current_deadline()
         if deadline is None:
-            return
-        armed_due_at = await self._session.scalar(
-            select(Deadline.due_at)
-            .where(
-                Deadline.table_id == self.table.id,
-                Deadline.kind == "game",
-                Deadline.token == str(deadline.token),
-                Deadline.status == "pending",
-            )
-            .order_by(Deadline.id.desc())
-            .limit(1)
-        )
-        if armed_due_at is not None:
-            self.table.timer_kind, self.table.timer_due_at = deadline.kind, armed_due_at
             return
         due_at = self._now + dt.timedelta(milliseconds=deadline.duration_ms)
         schedule_deadline(self._session, self.table.id, "game", str(deadline.token), due_at)

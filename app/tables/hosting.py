@@ -63,6 +63,8 @@ class GameSpec:
     deck_size: Callable[[Any, int], int]
     alive_seats: Callable[[Any], list[int]]
     """Seats still in the match (not eliminated)."""
+    player_actions: frozenset[str]
+    """Action types a player may send (timers and the service feed the others)."""
 
 
 def _cacheta_deck_size(options: RummyOptions, players: int) -> int:
@@ -95,6 +97,7 @@ CACHETA = GameSpec(
     max_players=lambda options: options.max_players,
     deck_size=_cacheta_deck_size,
     alive_seats=lambda match: [seat for seat in range(match.seats) if match.alive(seat)],
+    player_actions=frozenset(action.type for action in cacheta.PLAYER_ACTIONS),
 )
 
 GAMES: dict[str, GameSpec] = {"cacheta": CACHETA}

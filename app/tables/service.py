@@ -25,7 +25,6 @@ from app.errors import (
     UnprocessableError,
     ValidationFailed,
 )
-from app.games.cacheta import PLAYER_ACTIONS
 from app.games.errors import GameError
 from app.tables import metrics
 from app.tables.driver import TableDriver
@@ -47,8 +46,6 @@ TIMER_OPTIONS = frozenset(
 """Options only test deployments may override (``RAIZ_ALLOW_TIMER_OVERRIDES``)."""
 TABLE_OPTIONS = frozenset({"lives"})
 """Options any table creator may choose within the preset's bounds."""
-PLAYER_ACTION_TYPES = frozenset(action.type for action in PLAYER_ACTIONS)
-"""What a player may send; ``timeout`` and ``abandon_win`` come from timers only."""
 MAX_ENTRY_CENTS = 100_000_000
 """R$ 1,000,000.00: no table takes a larger entry (typo guard)."""
 MIN_FILL_DEADLINE_S = 10
@@ -199,12 +196,14 @@ class TableService:
     async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
         """Take a seat and pay the entry, in one transaction (never one without the other)."""
         table = await self.lock(table_id)
-        self._require_open(table)
+        if table.status != "running":
+            self._require_open(table)
         seats = await self.active_seats(table.id)
         if any(seat.user_id == principal.user_id for seat in seats):
             raise ConflictError("You already sit at this table.", code="already_seated")
         if len(seats) >= table.seat_count:
             raise ConflictError("The table is full.", code="table_full")
+        self._require_open(table)
         taken = {seat.position for seat in seats}
         position = next(index for index in range(table.seat_count) if index not in taken)
         seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)
@@ -326,20 +325,22 @@ class TableService:
                 code="table_not_running",
                 details={"status": table.status},
             )
+        spec = self._spec(table)
+        kind = action.get("type")
+        if not isinstance(kind, str) or kind not in spec.player_actions:
+            # timeouts, abandon wins and chance inputs come from timers and the service only
+            raise ValidationFailed(
+                f"Unknown action type {kind!r}.",
+                code="unknown_action",
+                details={"allowed": sorted(spec.player_actions)},
+            )
         if "seat" in action:
             raise ValidationFailed(
                 "The seat comes from your token, not the request.", code="invalid_action"
             )
-        if action.get("type") not in PLAYER_ACTION_TYPES:
-            # Timeouts and abandonment wins come from the server's timers only.
-            raise ValidationFailed(
-                "Players may only decide, draw, discard, close or claim.",
-                code="invalid_action",
-                details={"type": action.get("type"), "allowed": sorted(PLAYER_ACTION_TYPES)},
-            )
         seat = await self._engine_seat(table, principal.user_id)
         record = {**action, "seat": seat}
-        driver = TableDriver(self._context, table, self._spec(table))
+        driver = TableDriver(self._context, table, spec)
         try:
             await driver.apply_input(
                 record,

@@ -43,6 +43,8 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         current = driver.match.current_deadline()
         if current is None or str(current.token) != deadline.token:
             return False
+        if table.timer_due_at is not None and deadline.due_at < table.timer_due_at:
+            return False  # re-armed later for the same token (the table thawed meanwhile)
         await driver.apply_input(
             {"type": "timeout", "token": current.token},
             {"deadline": deadline.id, "timer": current.kind},
@@ -118,7 +120,7 @@ class PresenceSweeper:
                 Presence.last_seen_at >= utcnow() - grace
             )
             rows = await session.execute(
-                select(Table.id, Table.frozen_at, connected)
+                select(Table.id, Table.frozen_at, connected, func.count(Seat.id))
                 .join(Seat, and_(Seat.table_id == Table.id, Seat.left_at.is_(None)))
                 .outerjoin(
                     Presence,
@@ -127,10 +129,12 @@ class PresenceSweeper:
                 .where(Table.status == "running")
                 .group_by(Table.id)
             )
+            # The counts include eliminated players (who may stay to watch): a running table
+            # with anybody away may be down to one living player connected.
             candidates = [
                 table_id
-                for table_id, frozen_at, count in rows
-                if (frozen_at is None and count <= 1) or (frozen_at is not None and count >= 2)
+                for table_id, frozen_at, count, seated in rows
+                if (frozen_at is None and count < seated) or (frozen_at is not None and count >= 2)
             ]
         changed = 0
         for table_id in candidates:

@@ -26,5 +26,5 @@ async def test_a_player_cannot_win_by_sending_abandon_win_or_a_timeout(client, s
             json={"action_id": f"cheat-{number}", "action": action},
             headers=auth(seated[0][1]),
         )
-        assert_error(response, 400, "invalid_action")
+        assert_error(response, 400, "unknown_action")
     assert (await view(client, seated[0][1], table["id"]))["status"] == "running"

@@ -1,0 +1,106 @@
+"""Client seeds (docs/rng.md §4): before a round's deal its commitment is public and seated
+players may add their own seeds; after the deal they are refused; once the round ends its
+seed is revealed and the deal recomputes from the seed and the client seeds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_settings
+from tests.helpers import assert_error, auth
+from tests.integration.tables.scenario import Game, start_game
+
+pytestmark = pytest.mark.asyncio
+
+DEAL_DELAY_S = 1.5
+SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
+
+
+@pytest.fixture
+def settings(database_url):
+    """Each deal waits a moment after its round's commitment: the client-seed window."""
+    return make_settings(
+        database_url,
+        allow_timer_overrides=True,
+        presence_grace_s=3600,
+        scheduler_poll_interval_s=0.05,
+        deal_delay_s=DEAL_DELAY_S,
+    )
+
+
+async def add_seed(game: Game, token: str, seed_hex: str) -> Any:
+    return await game.client.post(
+        f"/tables/{game.id}/client-seed", json={"client_seed_hex": seed_hex}, headers=auth(token)
+    )
+
+
+async def rng_round(game: Game, rng_round_id: str) -> dict[str, Any]:
+    response = await game.client.get(f"/rng/rounds/{rng_round_id}", headers=auth(game.token(0)))
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
+    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW})
+    waiting = await game.view(0)
+    assert waiting["status"] == "running"
+    assert waiting["timer"]["kind"] == "deal"
+    assert waiting["game_view"]["waiting_for_chance"] == "first_dealer"
+    assert waiting["game_view"]["round"] is None  # nothing dealt yet
+    commitment = waiting["round"]["commitment"]
+    assert waiting["round"]["number"] == 1 and len(commitment) == 64
+    assert (await game.view(None))["round"]["commitment"] == commitment
+
+    seeds = ["a1" * 16, "b2" * 8, "c3"]
+    for seat, seed in enumerate(seeds):
+        response = await add_seed(game, game.token(seat), seed)
+        assert response.status_code == 204, response.text
+    assert_error(await add_seed(game, game.token(0), "dd"), 409, "already_contributed")
+    assert_error(await add_seed(game, game.spectator, "ee"), 403, "not_seated")
+    rng_round_id = waiting["round"]["rng_round_id"]
+    public = await rng_round(game, rng_round_id)
+    assert public["commitment"] == commitment
+    assert public["contributors"] == ["seat:00", "seat:01", "seat:02"]
+    assert public["client_seeds"] == seeds
+    assert public["seed"] is None
+
+    dealt = await game.wait_phase("deciding", seat=0, timeout_s=DEAL_DELAY_S + 5)
+    assert dealt["round"]["commitment"] == commitment
+    refused = assert_error(await add_seed(game, game.token(1), "ff"), 409, "client_seeds_closed")
+    assert refused["details"]["reason"] == "drawn"
+    hands = {seat: (await game.game(seat))["round"]["hand"] for seat in range(3)}
+    dealer = dealt["game_view"]["dealer"]
+
+    # everybody runs: the round ends and its seed is revealed
+    for seat in [s for s in range(3) if s != dealer] + [dealer]:
+        await game.decide(seat, False)
+    revealed = await rng_round(game, rng_round_id)
+    assert revealed["revealed"] is True and revealed["seed"] is not None
+    body = {
+        "commitment": commitment,
+        "seed": revealed["seed"],
+        "client_seeds": seeds,
+        "deck_size": 104,
+        "player_count": 3,
+    }
+    verified = await client.post("/rng/verify", json=body)
+    assert verified.status_code == 200, verified.text
+    assert verified.json()["first_dealer"]["seat"] == dealer
+    deal = verified.json()["deal"]
+    order = [(dealer + 1 + step) % 3 for step in range(3)]
+    for seat in range(3):
+        expected = [deal[i] for i in range(27) if order[i % 3] == seat]
+        assert hands[seat] == expected
+    # without the client seeds the same seed deals another deck
+    body["client_seeds"] = []
+    assert (await client.post("/rng/verify", json=body)).json()["deal"] != deal
+
+    # the next round has its own commitment and its own client-seed window
+    nxt = await game.view(0)
+    assert nxt["round"]["number"] == 2
+    assert nxt["round"]["commitment"] != commitment
+    assert nxt["timer"]["kind"] == "deal"
+    assert (await add_seed(game, game.token(1), "ff")).status_code == 204
+    assert (await rng_round(game, nxt["round"]["rng_round_id"]))["client_seeds"] == ["ff"]

@@ -1,0 +1,164 @@
+"""Disconnection (RULES.md §3): with at most one living player connected the table freezes
+(timers paused); a player coming back thaws it; if nobody comes back within
+``abandon_after`` the connected player wins the match and the prize.  The presence sweep runs
+every 2 s in the app under test; players show presence with ``POST /tables/{id}/heartbeat``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.conftest import make_settings
+from tests.helpers import auth
+from tests.integration.tables.scenario import Game, start_game
+
+pytestmark = pytest.mark.asyncio
+
+HEARTBEAT_S = 0.2
+
+
+@pytest.fixture
+def settings(database_url):
+    """A player counts as gone half a second after their last sign of life."""
+    return make_settings(
+        database_url,
+        allow_timer_overrides=True,
+        presence_grace_s=0.5,
+        scheduler_poll_interval_s=0.05,
+    )
+
+
+@contextlib.asynccontextmanager
+async def heartbeats(game: Game, online: set[int]) -> AsyncIterator[None]:
+    """Send a heartbeat for every seat in ``online`` (a live set) until the block ends."""
+
+    async def beat() -> None:
+        while True:
+            for seat in sorted(online):
+                response = await game.client.post(
+                    f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat))
+                )
+                assert response.status_code == 204, response.text
+            await asyncio.sleep(HEARTBEAT_S)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def due(view: dict) -> dt.datetime:
+    assert view["timer"] is not None, view
+    return dt.datetime.fromisoformat(view["timer"]["due_at"])
+
+
+async def sleep_until(moment: dt.datetime) -> None:
+    await asyncio.sleep(max(0.0, (moment - dt.datetime.now(dt.UTC)).total_seconds()))
+
+
+async def test_a_frozen_table_pauses_its_timer_and_a_returning_player_restarts_it(client, settings):
+    timers = {"decision_timeout_ms": 7_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **timers})
+    first_due = due(await game.view(0))
+    online = {0}
+    async with heartbeats(game, online):
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=6)
+        assert frozen["timer"] is None
+        assert frozen["game_view"]["round"]["phase"] == "deciding"
+        notes = [e for e in await game.log(1) if e["log"] == "note"]
+        assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
+
+        # seat 1 comes back: two players are connected again, the table thaws
+        online.add(1)
+        thawed = await game.wait(lambda v: not v["frozen"], seat=None, timeout_s=6)
+        assert thawed["timer"]["kind"] == "decision"
+        restarted_due = due(thawed)
+        assert dt.datetime.now(dt.UTC) < first_due, "the test needs the thaw before the first due"
+        assert restarted_due > first_due
+
+        # the timer armed before the freeze does not fire at its old time
+        await sleep_until(first_due + dt.timedelta(seconds=0.7))
+        still = await game.view(None)
+        assert still["game_view"]["round"]["phase"] == "deciding"
+        assert not [e for e in await game.log(1) if e.get("type") == "timeout"]
+        assert due(still) == restarted_due
+
+        # the restarted timer fires: the silent non-dealers run
+        dealer = await game.wait_phase("dealer_deciding", seat=2, timeout_s=12)
+        assert dt.datetime.now(dt.UTC) >= restarted_due
+        assert dealer["game_view"]["round"]["mandar_count"] == 0
+
+
+async def test_nobody_comes_back_the_connected_player_wins_the_prize(client, settings):
+    timers = {
+        "decision_timeout_ms": 4_000,
+        "turn_timeout_ms": 60_000,
+        "claim_window_ms": 100,
+        "abandon_after_ms": 5_000,
+    }
+    game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **timers})
+    assert await game.balances() == [500, 500, 500]
+    online = {1}
+    async with heartbeats(game, online):
+        frozen = await game.wait(lambda v: v["frozen"], seat=0, timeout_s=6)
+        assert frozen["timer"] is None
+        finished = await game.wait(lambda v: v["status"] == "finished", seat=1, timeout_s=15)
+    result = finished["result"]
+    assert result["reason"] == "abandon"
+    assert result["winner_user_id"] == game.user(1)
+    assert result["winner_seat"] == 1
+    assert [(p["seat"], p["place"]) for p in result["placements"]] == [(0, 2), (1, 1), (2, 2)]
+    # 3 x R$5.00 = R$15.00, fee 10 % = R$1.50, net R$13.50
+    assert result["pool_cents"] == 1_500 and result["fee_cents"] == 150
+    assert result["payouts"] == [{"user_id": game.user(1), "amount_cents": 1_350}]
+    assert await game.balances() == [500, 1_850, 500]
+    assert finished["frozen"] is False and finished["timer"] is None
+    # the decision timer never fired while the table was frozen
+    assert not [e for e in await game.log(1) if e.get("type") == "timeout"]
+    (ended,) = [e for e in await game.log(1) if e.get("type") == "match_ended"]
+    assert ended["reason"] == "abandon" and ended["winner"] == 1
+
+
+async def test_an_eliminated_player_online_does_not_keep_the_table_running(client, settings):
+    hands = {
+        0: ["2C", "3C", "4C", "5H", "6H", "7H", "9S", "9H", "QD"],  # closes with 9C
+        1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
+        2: ["2H", "6C", "9D", "QH", "4D", "8D", "5H", "10C", "3C"],
+    }
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    game = await start_game(
+        client,
+        settings,
+        players=3,
+        dealer=2,
+        hands=hands,
+        stock=["9C"],
+        options={"lives": 2, **timers},
+    )
+    online = {0, 1, 2}
+    async with heartbeats(game, online):
+        # round 1: seat 0 closes, seat 1 played and loses its two lives, the dealer ran
+        await game.decide(0, True)
+        await game.decide(1, True)
+        await game.decide(2, False)
+        await game.act(0, "draw_stock")
+        closed = await game.act(0, "close")
+        assert closed["game_view"]["eliminated"] == [False, True, False]
+        assert closed["game_view"]["lives"] == [2, 0, 1]
+        assert (await game.wait(lambda v: not v["frozen"], seat=None))["status"] == "running"
+
+        # seat 2 (alive) goes away; seat 1 (eliminated) keeps watching: one living player
+        # is connected, so the table freezes
+        online.discard(2)
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=8)
+        assert frozen["timer"] is None
+        notes = [e for e in await game.log(2) if e["log"] == "note"]
+        assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
