@@ -201,10 +201,8 @@ class TableController(Controller):
     async def heartbeat(
         self, request: AnyRequest, table_id: FromPath[uuid.UUID], db_session: DbSession
     ) -> None:
-        """Keep counting as connected without a WebSocket."""
-        service = _service(request, db_session)
-        await service.get(table_id)
-        await service.touch(table_id, principal_of(request).user_id)
+        """Keep counting as connected without a WebSocket (seated players only)."""
+        await _service(request, db_session).heartbeat(principal_of(request), table_id)
         await db_session.commit()
 
 

@@ -19,7 +19,7 @@ _GAME_CONFLICTS = frozenset(
         "already_claimed",
         "not_in_round",
         "no_pending_chance",
-        "round_over",
+        "awaiting_chance",
     }
 )
 _GAME_MALFORMED = frozenset({"invalid_action", "unknown_action"})

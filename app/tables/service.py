@@ -379,6 +379,26 @@ class TableService:
         await driver.note({"type": "client_seed", "seat": seat, "client_seed": client_seed.hex()})
         await driver.save()
 
+    async def heartbeat(self, principal: Principal, table_id: uuid.UUID) -> None:
+        """A seated player of an open or running table says they are still here."""
+        table = await self.get(table_id)
+        if table.status not in ("open", "running"):
+            raise ConflictError(
+                f"The table is {table.status}.",
+                code="table_closed",
+                details={"status": table.status},
+            )
+        seated = await self._session.scalar(
+            select(Seat.id).where(
+                Seat.table_id == table.id,
+                Seat.user_id == principal.user_id,
+                Seat.left_at.is_(None),
+            )
+        )
+        if seated is None:
+            raise ForbiddenError("You do not sit at this table.", code="not_seated")
+        await self.touch(table.id, principal.user_id)
+
     async def touch(self, table_id: uuid.UUID, user_id: uuid.UUID) -> None:
         """Record that a player is present now (WebSocket, heartbeat or action)."""
         now = utcnow()

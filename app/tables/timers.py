@@ -179,7 +179,8 @@ class PresenceSweeper:
                 )
                 table.frozen_at = now
                 table.frozen_keeper_seat = keeper
-                due = now + dt.timedelta(seconds=table.abandon_after_s)
+                abandon_after_ms = int(table.options.get("abandon_after_ms", 600_000))
+                due = now + dt.timedelta(milliseconds=abandon_after_ms)
                 schedule_deadline(session, table.id, "abandon", abandon_token(now), due)
                 self._runtime.wake_at(due)
                 await driver.note({"type": "frozen", "keeper": keeper, "online": online})

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import assert_error, auth
+from tests.integration.tables.helpers import FAST_TIMERS, create_table, operator, player
 from tests.integration.tables.scenario import Game, cards, concurrently, start_game
 
 pytestmark = pytest.mark.asyncio
@@ -222,3 +223,18 @@ async def test_concurrent_decisions_of_every_player_each_apply_once(client, sett
         assert applied[0].json()["game_view"]["round"]["my_decision"] is decisions[seat]
     mandar = sum(decisions.values())
     assert (await game.game(3))["round"]["mandar_count"] == mandar
+
+
+async def test_only_seated_players_send_heartbeats(client, settings):
+    op = await operator(client, settings)
+    seated = [await player(client, settings, f"beat{i}", 1_000, op) for i in range(2)]
+    _, stranger = await player(client, settings, "stranger", 0, op)
+    table = await create_table(client, seated[0][1], seat_count=3, options=FAST_TIMERS)
+    await client.post(f"/tables/{table['id']}/seat", headers=auth(seated[0][1]))
+    ok = await client.post(f"/tables/{table['id']}/heartbeat", headers=auth(seated[0][1]))
+    assert ok.status_code == 204, ok.text
+    assert_error(
+        await client.post(f"/tables/{table['id']}/heartbeat", headers=auth(stranger)),
+        403,
+        "not_seated",
+    )
