@@ -105,6 +105,10 @@ class Settings(BaseSettings):
     """How long a player counts as connected after their last WebSocket or heartbeat."""
     checkpoint_interval_s: float = Field(default=86_400.0, ge=1)
     """How often the scheduler signs a Merkle checkpoint over the finished rounds (daily)."""
+    audit_interval_s: float = Field(default=300.0, gt=0)
+    """How often the audit sweep reconciles the ledger and re-verifies newly signed rounds."""
+    audit_settle_s: float = Field(default=30.0, ge=0)
+    """The sweep leaves rounds signed in the last this-many seconds to the next sweep."""
 
     log_level: str = "INFO"
     """Root log level."""

@@ -30,6 +30,7 @@ from app.compliance.controllers import (
     ComplianceController,
     PlayerHandsController,
 )
+from app.compliance.monitor import AuditMonitor
 from app.compliance.signatures import check_signing_settings
 from app.config import Settings, get_settings
 from app.db import Database
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     rng_services = RngServices.from_settings(settings)
     check_signing_settings(settings)
     checkpoints = CheckpointJob(db, settings)
+    audit = AuditMonitor(db, settings)
 
     runner = DeadlineRunner(db, {})
     scheduler = AsyncIOScheduler(timezone="UTC")
@@ -128,6 +130,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
+                ("audit", audit.run, settings.audit_interval_s),
             ],
             scheduler=scheduler,
         )

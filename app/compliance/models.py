@@ -5,7 +5,9 @@ UPDATE, DELETE and TRUNCATE (migration ``game_0004``).
 * ``round_signatures``: one per finished round: the record, its hash, key id, signature;
 * ``merkle_leaves``: the append-only sequence of signed rounds the checkpoints cover;
 * ``checkpoints``: signed RFC 6962 tree heads over a prefix of the leaves;
-* ``access_log``: who read what, when, through the compliance routes and commands.
+* ``access_log``: who read what, when, through the compliance routes and commands;
+* ``audit_sweeps``: each run of the scheduler's audit sweep (ledger reconciliation and
+  re-verification of newly signed rounds) and what it found.
 """
 
 from __future__ import annotations
@@ -14,14 +16,21 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, LargeBinary, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import DateTime
 
 from app.db.base import GameBase, utcnow
 
-__all__ = ("AccessLogEntry", "Checkpoint", "MerkleLeaf", "RoundSignature", "SigningKey")
+__all__ = (
+    "AccessLogEntry",
+    "AuditSweep",
+    "Checkpoint",
+    "MerkleLeaf",
+    "RoundSignature",
+    "SigningKey",
+)
 
 APPEND_ONLY_TABLES = (
     "signing_keys",
@@ -29,6 +38,7 @@ APPEND_ONLY_TABLES = (
     "merkle_leaves",
     "checkpoints",
     "access_log",
+    "audit_sweeps",
 )
 """Compliance tables the migration protects with triggers."""
 
@@ -114,3 +124,24 @@ class AccessLogEntry(GameBase):
     """The round, table or user it was about."""
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     """Filters, counts, outcome."""
+
+
+class AuditSweep(GameBase):
+    """One run of the periodic audit sweep (``app.compliance.monitor``)."""
+
+    __tablename__ = "audit_sweeps"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str] = mapped_column(String(64))
+    """``host:pid`` of the worker that ran it."""
+    signed_after: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """Rounds signed after this instant (exclusive; None: since the first round)..."""
+    signed_up_to: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    """...and up to this one (inclusive) were re-verified, with every round of their tables."""
+    rounds_verified: Mapped[int] = mapped_column(Integer)
+    tables_failed: Mapped[int] = mapped_column(Integer)
+    reconcile_problems: Mapped[int] = mapped_column(Integer)
+    findings: Mapped[list[Any]] = mapped_column(JSONB, default=list)
+    """The first failure of each failed table and the reconciliation problems (capped)."""

@@ -1,0 +1,212 @@
+"""The audit sweep: the scheduler's periodic ledger reconciliation and re-verification of
+newly signed rounds, so that operators are alerted (``ops/monitoring/alerts.yml``) the
+moment money or a round record stops adding up, not when a player disputes it.
+
+Every ``RAIZ_AUDIT_INTERVAL_S`` (5 minutes by default) each worker's scheduler calls
+:meth:`AuditSweep.run`; one of them does the work (a transaction-level advisory lock, and a
+sweep younger than half the interval is left alone).  A sweep
+
+* runs ``raiz ledger reconcile``'s checks (one consistent snapshot);
+* re-verifies, with ``raiz audit verify-all``'s verifier, every table with a round signed
+  after the previous sweep's ``signed_up_to`` (the whole match: rounds, chain, money), up to
+  ``now - RAIZ_AUDIT_SETTLE_S`` so that rounds still committing are left to the next one;
+* records itself in ``game.audit_sweeps`` (insert-only) and updates the ``raiz_audit_*`` and
+  ``raiz_ledger_reconcile_*`` metrics.
+
+The verification is CPU work: it runs in a thread, one table at a time, so the worker's
+event loop keeps serving requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+from prometheus_client import Counter, Gauge, Histogram
+from sqlalchemy import select, text
+
+from app.compliance.bundle import verify_bundle
+from app.compliance.loader import load_bundles, public_key_dicts
+from app.compliance.models import AuditSweep, RoundSignature
+from app.compliance.service import allow_fixed_streams
+from app.db.base import utcnow
+from app.rng_api import RngServices
+from app.tables.models import Round
+from ledger.reconcile import reconcile
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.db import Database
+
+__all__ = (
+    "AUDIT_LAST_SWEEP",
+    "AUDIT_ROUNDS_VERIFIED",
+    "AUDIT_SWEEP_SECONDS",
+    "AUDIT_VERIFICATION_FAILURES",
+    "RECONCILE_PROBLEMS",
+    "RECONCILE_RUNS",
+    "AuditMonitor",
+    "SweepReport",
+)
+
+AUDIT_LOCK_KEY: Final = 0x7261697A_61756474
+"""``pg_try_advisory_xact_lock`` key: one sweep at a time across workers ("raizaudt")."""
+TABLES_PER_BATCH: Final = 50
+MAX_FINDINGS: Final = 50
+
+logger = structlog.get_logger("raiz.compliance")
+
+AUDIT_ROUNDS_VERIFIED = Counter(
+    "raiz_audit_rounds_verified_total",
+    "Finished rounds re-verified by the audit sweep (every round of each swept table).",
+)
+AUDIT_VERIFICATION_FAILURES = Counter(
+    "raiz_audit_verification_failures_total",
+    "Tables whose re-verification failed in an audit sweep (the first bad round is logged).",
+)
+AUDIT_LAST_SWEEP = Gauge(
+    "raiz_audit_last_sweep_timestamp_seconds",
+    "Unix time at which the last audit sweep finished (max over workers).",
+    multiprocess_mode="max",
+)
+AUDIT_SWEEP_SECONDS = Histogram(
+    "raiz_audit_sweep_seconds",
+    "Duration of audit sweeps (reconciliation and re-verification).",
+    buckets=(0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+)
+RECONCILE_RUNS = Counter(
+    "raiz_ledger_reconcile_runs_total",
+    "Ledger reconciliations run by the audit sweep, by result (clean, problems).",
+    ["result"],
+)
+RECONCILE_PROBLEMS = Gauge(
+    "raiz_ledger_reconcile_problems",
+    "Problems found by the latest ledger reconciliation of this worker (0 when clean).",
+    multiprocess_mode="max",
+)
+
+
+@dataclass(slots=True)
+class SweepReport:
+    """What one sweep did (``None`` from :meth:`AuditMonitor.run` when it did not run)."""
+
+    rounds_verified: int = 0
+    tables_verified: int = 0
+    tables_failed: int = 0
+    reconcile_problems: int = 0
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether money and every swept round verified."""
+        return self.tables_failed == 0 and self.reconcile_problems == 0
+
+
+class AuditMonitor:
+    """The scheduler's audit sweep (at most one per half interval across workers)."""
+
+    def __init__(self, database: Database, settings: Settings) -> None:
+        self._database = database
+        self._settings = settings
+        self._rng = RngServices.from_settings(settings)
+        self._worker = f"{socket.gethostname()}:{os.getpid()}"[:64]
+
+    async def run(self) -> SweepReport | None:
+        """Sweep unless another worker is sweeping or swept less than half an interval ago."""
+        started = time.perf_counter()
+        settings = self._settings
+        async with self._database.session() as session:
+            await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+            locked = await session.scalar(
+                text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY}
+            )
+            if not locked:
+                return None
+            now = utcnow()
+            last = await session.scalar(select(AuditSweep).order_by(AuditSweep.id.desc()).limit(1))
+            half = dt.timedelta(seconds=settings.audit_interval_s / 2)
+            if last is not None and last.started_at > now - half:
+                return None
+            report = SweepReport()
+            ledger = await reconcile(self._database.engine)
+            report.reconcile_problems = len(ledger.problems)
+            report.findings.extend(
+                {"check": f"ledger:{problem.check}", "message": problem.message}
+                for problem in ledger.problems[:MAX_FINDINGS]
+            )
+            signed_after = None if last is None else last.signed_up_to
+            signed_up_to = now - dt.timedelta(seconds=settings.audit_settle_s)
+            if signed_after is not None and signed_up_to < signed_after:
+                signed_up_to = signed_after
+            query = (
+                select(Round.table_id)
+                .join(RoundSignature, RoundSignature.round_id == Round.id)
+                .where(RoundSignature.signed_at <= signed_up_to)
+                .group_by(Round.table_id)
+                .order_by(Round.table_id)
+            )
+            if signed_after is not None:
+                query = query.where(RoundSignature.signed_at > signed_after)
+            table_ids = list((await session.scalars(query)).all())
+            keys = {
+                key["key_id"]: bytes.fromhex(key["public_key"])
+                for key in await public_key_dicts(session)
+            }
+            allow_fixed = allow_fixed_streams(settings)
+            service = self._rng.for_session(session)
+            for start in range(0, len(table_ids), TABLES_PER_BATCH):
+                chunk = table_ids[start : start + TABLES_PER_BATCH]
+                for bundle in (await load_bundles(session, service, chunk)).values():
+                    outcome = await asyncio.to_thread(
+                        verify_bundle, bundle, public_keys=keys, allow_fixed_streams=allow_fixed
+                    )
+                    report.tables_verified += 1
+                    report.rounds_verified += len(bundle["rounds"])
+                    if outcome.failure is not None:
+                        report.tables_failed += 1
+                        finding = {
+                            "check": outcome.failure.check,
+                            "table_id": outcome.table_id,
+                            "round_id": outcome.failed_round,
+                            "message": str(outcome.failure),
+                        }
+                        if len(report.findings) < 2 * MAX_FINDINGS:
+                            report.findings.append(finding)
+                        logger.error("audit_verification_failed", **finding)
+            session.add(
+                AuditSweep(
+                    started_at=now,
+                    finished_at=utcnow(),
+                    worker=self._worker,
+                    signed_after=signed_after,
+                    signed_up_to=signed_up_to,
+                    rounds_verified=report.rounds_verified,
+                    tables_failed=report.tables_failed,
+                    reconcile_problems=report.reconcile_problems,
+                    findings=report.findings,
+                )
+            )
+            await session.commit()
+        AUDIT_ROUNDS_VERIFIED.inc(report.rounds_verified)
+        AUDIT_VERIFICATION_FAILURES.inc(report.tables_failed)
+        RECONCILE_RUNS.labels("clean" if report.reconcile_problems == 0 else "problems").inc()
+        RECONCILE_PROBLEMS.set(report.reconcile_problems)
+        AUDIT_LAST_SWEEP.set(time.time())
+        elapsed = time.perf_counter() - started
+        AUDIT_SWEEP_SECONDS.observe(elapsed)
+        log = logger.info if report.ok else logger.error
+        log(
+            "audit_sweep",
+            rounds=report.rounds_verified,
+            tables=report.tables_verified,
+            tables_failed=report.tables_failed,
+            reconcile_problems=report.reconcile_problems,
+            seconds=round(elapsed, 3),
+        )
+        return report

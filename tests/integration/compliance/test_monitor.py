@@ -1,0 +1,103 @@
+"""The audit sweep: reconciles the ledger, re-verifies each newly signed round once, records
+itself (insert-only), feeds the alerting metrics, and reports tampering."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from prometheus_client import REGISTRY
+
+from app.compliance.monitor import AuditMonitor
+from app.db import Database
+from tests.conftest import make_settings
+from tests.integration.compliance.helpers import play_match, raw
+
+pytestmark = pytest.mark.asyncio
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def rounds_signed(url: str, table_id: str) -> int:
+    connection = await asyncpg.connect(url)
+    try:
+        return int(
+            await connection.fetchval(
+                "SELECT count(*) FROM game.round_signatures s "
+                "JOIN game.rounds r ON r.id = s.round_id WHERE r.table_id = $1",
+                table_id,
+            )
+        )
+    finally:
+        await connection.close()
+
+
+async def test_a_sweep_verifies_new_rounds_once_and_is_recorded(client, settings):
+    match = await play_match(client, settings)
+    url = settings.database_url
+    signed = await rounds_signed(url, match["table_id"])
+    assert signed >= 1
+    sweep_settings = make_settings(url, audit_settle_s=0, audit_interval_s=600)
+    database = Database.connect(url, sweep_settings)
+    monitor = AuditMonitor(database, sweep_settings)
+    eager = AuditMonitor(database, make_settings(url, audit_settle_s=0, audit_interval_s=1e-3))
+    verified_before = sample("raiz_audit_rounds_verified_total")
+    clean_before = sample("raiz_ledger_reconcile_runs_total", result="clean")
+    try:
+        first = await monitor.run()
+        assert first is not None and first.ok, first
+        assert (first.tables_verified, first.rounds_verified) == (1, signed)
+        assert sample("raiz_audit_rounds_verified_total") == verified_before + signed
+        assert sample("raiz_ledger_reconcile_runs_total", result="clean") == clean_before + 1
+        assert sample("raiz_ledger_reconcile_problems") == 0
+        assert sample("raiz_audit_last_sweep_timestamp_seconds") > 0
+        # Within half an interval of the last sweep (any worker's), nothing runs.
+        assert await monitor.run() is None
+        # The next sweep starts where the last one stopped: nothing new was signed.
+        second = await eager.run()
+        assert second is not None and second.ok
+        assert second.rounds_verified == 0
+    finally:
+        await database.dispose()
+    connection = await asyncpg.connect(url)
+    try:
+        rows = await connection.fetch(
+            "SELECT rounds_verified, tables_failed, reconcile_problems, signed_after "
+            "FROM game.audit_sweeps ORDER BY id"
+        )
+        assert [tuple(row.values())[:3] for row in rows] == [(signed, 0, 0), (0, 0, 0)]
+        assert rows[0]["signed_after"] is None and rows[1]["signed_after"] is not None
+        with pytest.raises(asyncpg.RaiseError, match="append-only"):
+            await connection.execute("UPDATE game.audit_sweeps SET tables_failed = 0")
+        with pytest.raises(asyncpg.RaiseError, match="append-only"):
+            await connection.execute("DELETE FROM game.audit_sweeps")
+    finally:
+        await connection.close()
+
+
+async def test_a_sweep_reports_a_changed_payout_in_the_ledger_and_the_round(client, settings):
+    match = await play_match(client, settings)
+    url = settings.database_url
+    transfer = f"settle:{match['table_id']}/payout/0"
+    update = "UPDATE ledger.transfers SET amount_cents = amount_cents + $2 WHERE id = $1"
+    sweep_settings = make_settings(url, audit_settle_s=0)
+    database = Database.connect(url, sweep_settings)
+    failures_before = sample("raiz_audit_verification_failures_total")
+    problems_before = sample("raiz_ledger_reconcile_runs_total", result="problems")
+    async with raw(url) as connection:
+        await connection.execute(update, transfer, -100)
+    try:
+        report = await AuditMonitor(database, sweep_settings).run()
+        assert report is not None and not report.ok
+        assert report.tables_failed == 1
+        assert report.reconcile_problems >= 1
+        assert {finding["check"] for finding in report.findings} >= {"money"}
+        assert any(finding["check"].startswith("ledger:") for finding in report.findings)
+        assert sample("raiz_audit_verification_failures_total") == failures_before + 1
+        assert sample("raiz_ledger_reconcile_runs_total", result="problems") == problems_before + 1
+        assert sample("raiz_ledger_reconcile_problems") == report.reconcile_problems
+    finally:
+        async with raw(url) as connection:
+            await connection.execute(update, transfer, 100)
+        await database.dispose()
