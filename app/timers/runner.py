@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 import structlog
-from prometheus_client import Counter, Histogram
-from sqlalchemy import select, update
+from prometheus_client import Counter, Gauge, Histogram
+from sqlalchemy import func, select, update
 
 from app.db.base import utcnow
 from app.timers.models import Deadline
@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEADLINES_FIRED",
+    "DEADLINES_OVERDUE",
     "SCHEDULER_LAG",
     "DeadlineHandler",
     "DeadlineRunner",
+    "count_overdue_deadlines",
     "schedule_deadline",
 )
 
@@ -50,6 +52,26 @@ SCHEDULER_LAG = Histogram(
     ["kind"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0),
 )
+DEADLINES_OVERDUE = Gauge(
+    "raiz_deadlines_overdue",
+    "Pending deadlines more than OVERDUE_AFTER_S past due (a stuck or missing scheduler).",
+    multiprocess_mode="max",
+)
+OVERDUE_AFTER_S = 5.0
+"""How late a pending deadline must be to count as overdue (sweeps run every 0.25 s)."""
+
+
+async def count_overdue_deadlines(database: Database) -> int:
+    """Refresh ``raiz_deadlines_overdue`` from the database; returns the count."""
+    cutoff = utcnow() - dt.timedelta(seconds=OVERDUE_AFTER_S)
+    async with database.session() as session:
+        overdue = await session.scalar(
+            select(func.count())
+            .select_from(Deadline)
+            .where(Deadline.status == "pending", Deadline.due_at < cutoff)
+        )
+    DEADLINES_OVERDUE.set(int(overdue or 0))
+    return int(overdue or 0)
 
 
 def schedule_deadline(

@@ -122,3 +122,23 @@ async def test_the_app_scheduler_fires_deadlines_in_the_background(settings):
     async with AsyncTestClient(app=app):
         await _add(app.state.database, 1, due_in_s=0.2)
         await asyncio.wait_for(fired.wait(), timeout=5)
+
+
+async def test_overdue_gauge_counts_pending_deadlines_late_beyond_the_margin(database):
+    from prometheus_client import REGISTRY
+
+    from app.timers.runner import OVERDUE_AFTER_S, count_overdue_deadlines
+
+    await _add(database, 3, due_in_s=-(OVERDUE_AFTER_S + 30))  # stuck
+    await _add(database, 2, due_in_s=-0.5)  # due, within the margin
+    await _add(database, 4, due_in_s=60)  # not due yet
+    assert await count_overdue_deadlines(database) == 3
+    assert REGISTRY.get_sample_value("raiz_deadlines_overdue") == 3
+    runner = DeadlineRunner(database, {"test": lambda session, deadline: _true()})
+    await runner.run_due()
+    assert await count_overdue_deadlines(database) == 0
+    assert REGISTRY.get_sample_value("raiz_deadlines_overdue") == 0
+
+
+async def _true() -> bool:
+    return True
