@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck monitoring unit bench clean
 
 # A fresh virtualenv with the service (and, for tests, the dev tools) installed;
 # re-installed whenever pyproject.toml changes.
@@ -24,7 +24,10 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-test: lint typecheck  ## lint, type-check and run the whole suite
+monitoring:  ## promtool: alert rules, scrape config, alert unit tests
+	ops/monitoring/check
+
+test: lint typecheck monitoring  ## lint, type-check, check the alert rules and run the whole suite
 	$(BIN)/python -m pytest
 
 unit: $(BIN)/.installed

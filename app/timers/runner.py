@@ -54,7 +54,7 @@ SCHEDULER_LAG = Histogram(
 )
 DEADLINES_OVERDUE = Gauge(
     "raiz_deadlines_overdue",
-    "Pending deadlines more than OVERDUE_AFTER_S past due (a stuck or missing scheduler).",
+    "Pending deadlines more than 5 s past due (a stuck or missing scheduler).",
     multiprocess_mode="max",
 )
 OVERDUE_AFTER_S = 5.0

@@ -1,0 +1,95 @@
+"""The monitoring files match the service: every metric a dashboard panel or an alert rule
+queries is exported by a running service's ``/metrics``, and ``ops/monitoring/metrics.md``
+documents exactly the metrics the service exports (``promtool`` itself runs in ``make test``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.asyncio
+
+MONITORING = Path(__file__).resolve().parents[2] / "ops" / "monitoring"
+METRIC_NAME = re.compile(r"\b((?:raiz|process|python)_[a-z0-9_]+)\b")
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def exported(metrics_text: str) -> dict[str, str]:
+    """Metric family name -> type, from the ``# TYPE`` lines (present even before a labelled
+    metric has its first sample)."""
+    families = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            families[name] = kind
+    return families
+
+
+def queryable(families: dict[str, str]) -> set[str]:
+    """Every series name PromQL can select from these families."""
+    names = set(families)
+    for name, kind in families.items():
+        if kind == "histogram":
+            names.update(name + suffix for suffix in HISTOGRAM_SUFFIXES)
+    return names
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    dashboard = json.loads((MONITORING / "grafana-dashboard.json").read_text())
+    queries = []
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel.get("targets"), f"panel {panel['title']!r} has no query"
+        queries.extend((panel["title"], target["expr"]) for target in panel["targets"])
+    return queries
+
+
+def alert_expressions() -> list[str]:
+    text = (MONITORING / "alerts.yml").read_text()
+    blocks = re.findall(r"expr: (?:>-\n)?((?:.+\n)(?:\s{10,}.+\n)*)", text)
+    assert len(blocks) == text.count("- alert: "), "every alert has one expression"
+    return blocks
+
+
+async def scrape(client) -> dict[str, str]:
+    # The HTTP metrics exist from the first request the service serves (not /metrics).
+    assert (await client.get("/health/live")).status_code == 200
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    return exported(response.text)
+
+
+async def test_every_dashboard_panel_queries_exported_metrics(client):
+    names = queryable(await scrape(client))
+    queries = dashboard_queries()
+    assert len(queries) >= 20
+    for title, expr in queries:
+        used = METRIC_NAME.findall(expr)
+        assert used, f"panel {title!r} queries no metric: {expr}"
+        missing = sorted(set(used) - names)
+        assert not missing, f"panel {title!r} queries metrics the service lacks: {missing}"
+
+
+async def test_every_alert_rule_queries_exported_metrics(client):
+    names = queryable(await scrape(client))
+    for expr in alert_expressions():
+        used = METRIC_NAME.findall(expr)
+        assert used or "up{" in expr, expr
+        missing = sorted(set(used) - names)
+        assert not missing, f"alert expression uses metrics the service lacks: {missing}"
+
+
+async def test_metrics_reference_documents_exactly_the_exported_metrics(client):
+    families = await scrape(client)
+    ours = {name for name in families if name.startswith("raiz_")}
+    ours = {name for name in ours if not name.endswith("_created")}
+    documented = set(
+        re.findall(r"^\| `(raiz_[a-z0-9_]+)` \|", (MONITORING / "metrics.md").read_text(), re.M)
+    )
+    assert ours - documented == set(), "exported but not documented"
+    assert documented - ours == set(), "documented but not exported"
