@@ -3,14 +3,16 @@ and every checkpoint against the leaves, in one consistent snapshot."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from sqlalchemy import func, select, text
 
-from app.compliance.bundle import verify_bundle
+from app.compliance.bundle import BundleReport, verify_bundle
 from app.compliance.loader import checkpoint_dict, load_bundles, public_key_dicts
 from app.compliance.merkle import MerkleTree, leaf_hash
 from app.compliance.models import Checkpoint, MerkleLeaf, RoundSignature
@@ -24,8 +26,9 @@ if TYPE_CHECKING:
 
     from app.config import Settings
     from app.db import Database
+    from rng.service import RngService
 
-__all__ = ("AuditReport", "verify_all")
+__all__ = ("AuditReport", "pinned_keys", "verify_all", "verify_tables")
 
 TABLES_PER_BATCH: Final = 50
 
@@ -103,6 +106,40 @@ async def _merkle_problems(session: AsyncSession, keys: dict[str, bytes]) -> lis
     return problems
 
 
+async def pinned_keys(session: AsyncSession) -> dict[str, bytes]:
+    """Every signing public key the service ever used, by key id (what bundles verify with)."""
+    return {
+        key["key_id"]: bytes.fromhex(key["public_key"]) for key in await public_key_dicts(session)
+    }
+
+
+async def verify_tables(
+    session: AsyncSession,
+    rng: RngService,
+    table_ids: Sequence[uuid.UUID],
+    keys: dict[str, bytes],
+    *,
+    allow_fixed: bool,
+    in_thread: bool = False,
+) -> AsyncIterator[tuple[dict[str, Any], BundleReport, float]]:
+    """Load each table's bundle (in batches) and verify it: ``(bundle, report, seconds)``.
+
+    ``in_thread`` runs the (CPU-bound) verifier in a thread so that a serving worker's event
+    loop stays responsive.
+    """
+    for start in range(0, len(table_ids), TABLES_PER_BATCH):
+        chunk = table_ids[start : start + TABLES_PER_BATCH]
+        for bundle in (await load_bundles(session, rng, chunk)).values():
+            began = time.perf_counter()
+            if in_thread:
+                outcome = await asyncio.to_thread(
+                    verify_bundle, bundle, public_keys=keys, allow_fixed_streams=allow_fixed
+                )
+            else:
+                outcome = verify_bundle(bundle, public_keys=keys, allow_fixed_streams=allow_fixed)
+            yield bundle, outcome, time.perf_counter() - began
+
+
 async def verify_all(database: Database, settings: Settings) -> AuditReport:
     """Verify every finished round (read-only, repeatable-read snapshot)."""
     started = time.perf_counter()
@@ -111,10 +148,7 @@ async def verify_all(database: Database, settings: Settings) -> AuditReport:
     allow_fixed = allow_fixed_streams(settings)
     async with database.session() as session:
         await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
-        keys = {
-            key["key_id"]: bytes.fromhex(key["public_key"])
-            for key in await public_key_dicts(session)
-        }
+        keys = await pinned_keys(session)
         table_ids = list(
             (
                 await session.scalars(
@@ -135,19 +169,14 @@ async def verify_all(database: Database, settings: Settings) -> AuditReport:
             or 0
         )
         service = rng.for_session(session)
-        for start in range(0, len(table_ids), TABLES_PER_BATCH):
-            chunk: list[uuid.UUID] = table_ids[start : start + TABLES_PER_BATCH]
-            bundles: dict[uuid.UUID, dict[str, Any]] = await load_bundles(session, service, chunk)
-            for bundle in bundles.values():
-                began = time.perf_counter()
-                outcome = verify_bundle(bundle, public_keys=keys, allow_fixed_streams=allow_fixed)
-                report.verify_seconds += time.perf_counter() - began
-                report.tables += 1
-                report.rounds += len(bundle["rounds"])
-                if outcome.failure is not None:
-                    report.failures.append(
-                        (outcome.failed_round or outcome.table_id, outcome.failure)
-                    )
+        async for bundle, outcome, seconds in verify_tables(
+            session, service, table_ids, keys, allow_fixed=allow_fixed
+        ):
+            report.verify_seconds += seconds
+            report.tables += 1
+            report.rounds += len(bundle["rounds"])
+            if outcome.failure is not None:
+                report.failures.append((outcome.failed_round or outcome.table_id, outcome.failure))
         report.checkpoints = int(
             await session.scalar(select(func.count()).select_from(Checkpoint)) or 0
         )

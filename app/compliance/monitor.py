@@ -19,7 +19,6 @@ event loop keeps serving requests.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
 import socket
@@ -31,8 +30,7 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 from sqlalchemy import select, text
 
-from app.compliance.bundle import verify_bundle
-from app.compliance.loader import load_bundles, public_key_dicts
+from app.compliance.audit import pinned_keys, verify_tables
 from app.compliance.models import AuditSweep, RoundSignature
 from app.compliance.service import allow_fixed_streams
 from app.db.base import utcnow
@@ -57,7 +55,6 @@ __all__ = (
 
 AUDIT_LOCK_KEY: Final = 0x7261697A_61756474
 """``pg_try_advisory_xact_lock`` key: one sweep at a time across workers ("raizaudt")."""
-TABLES_PER_BATCH: Final = 50
 MAX_FINDINGS: Final = 50
 
 logger = structlog.get_logger("raiz.compliance")
@@ -154,31 +151,27 @@ class AuditMonitor:
             if signed_after is not None:
                 query = query.where(RoundSignature.signed_at > signed_after)
             table_ids = list((await session.scalars(query)).all())
-            keys = {
-                key["key_id"]: bytes.fromhex(key["public_key"])
-                for key in await public_key_dicts(session)
-            }
-            allow_fixed = allow_fixed_streams(settings)
-            service = self._rng.for_session(session)
-            for start in range(0, len(table_ids), TABLES_PER_BATCH):
-                chunk = table_ids[start : start + TABLES_PER_BATCH]
-                for bundle in (await load_bundles(session, service, chunk)).values():
-                    outcome = await asyncio.to_thread(
-                        verify_bundle, bundle, public_keys=keys, allow_fixed_streams=allow_fixed
-                    )
-                    report.tables_verified += 1
-                    report.rounds_verified += len(bundle["rounds"])
-                    if outcome.failure is not None:
-                        report.tables_failed += 1
-                        finding = {
-                            "check": outcome.failure.check,
-                            "table_id": outcome.table_id,
-                            "round_id": outcome.failed_round,
-                            "message": str(outcome.failure),
-                        }
-                        if len(report.findings) < 2 * MAX_FINDINGS:
-                            report.findings.append(finding)
-                        logger.error("audit_verification_failed", **finding)
+            async for bundle, outcome, _ in verify_tables(
+                session,
+                self._rng.for_session(session),
+                table_ids,
+                await pinned_keys(session),
+                allow_fixed=allow_fixed_streams(settings),
+                in_thread=True,
+            ):
+                report.tables_verified += 1
+                report.rounds_verified += len(bundle["rounds"])
+                if outcome.failure is not None:
+                    report.tables_failed += 1
+                    finding = {
+                        "check": outcome.failure.check,
+                        "table_id": outcome.table_id,
+                        "round_id": outcome.failed_round,
+                        "message": str(outcome.failure),
+                    }
+                    if len(report.findings) < 2 * MAX_FINDINGS:
+                        report.findings.append(finding)
+                    logger.error("audit_verification_failed", **finding)
             session.add(
                 AuditSweep(
                     started_at=now,
