@@ -144,3 +144,121 @@ def test_resolve_options_parses_strings() -> None:
     assert options.ace_high is False and options.max_reshuffles is None
     assert options.hand_size == 10 and options.wilds_per_meld == 2
     assert resolve_options("cacheta-raiz", {"decks_by_players": "[[10, 2]]"}).decks_for(10) == 2
+
+
+# What RULES.md says about each rummy preset (§1 options, §2 turn, §3 cacheta-raiz, §4 classic,
+# §5 casual). Options the rule book leaves to the table (timers of the non-raiz presets) are not
+# listed. truco-raiz is not a rummy preset and has no RummyOptions.
+EVERY_PRESET = {
+    "set_same_suit_allowed": False,  # §1 Trinca: "off in every preset"
+    "ace_high": True,  # §1 Sequência: default true (classic may override it)
+    "wild_scope": "same_suit",  # §1 Wild card default; §3, §5 "same suit"
+    "wilds_per_meld": 1,  # §1 default; §3, §5 "1 per meld"
+    "hand_size": 9,  # §2: 9 per player (10 only as a classic option)
+    "restricted_discard_draw": False,  # §2 default false (a classic option)
+    "min_players": 2,  # §3 2 to 10, §4 2 to 4, §5 2 to 4
+}
+PRESET_VALUES: dict[str, dict[str, object]] = {
+    "cacheta-raiz": {
+        "meld_shape": "three_threes",
+        "wild_cards": True,
+        "wild_from_discard_is_plain": False,
+        "full_close_allowed": False,
+        "discard_lock_identical": False,
+        "max_reshuffles": None,
+        "max_players": 10,
+        "decks_by_players": ((5, 2), (10, 4)),
+        "lives": 7,
+        "mandar_correr": True,
+        "out_of_turn_claims": True,
+        "decision_timeout_ms": 30_000,
+        "turn_timeout_ms": 25_000,
+        "claim_window_ms": 3_000,
+        "abandon_after_ms": 600_000,
+    },
+    "pife-classic": {
+        "meld_shape": "any",
+        "wild_cards": False,
+        "wild_from_discard_is_plain": False,
+        "full_close_allowed": True,
+        "discard_lock_identical": False,
+        "max_reshuffles": 3,
+        "max_players": 4,
+        "decks_by_players": ((2, 1), (4, 2)),
+        "lives": 1,  # the first close wins the match in one hand
+        "first_dealer": "drawn",
+        "mandar_correr": False,
+        "out_of_turn_claims": False,
+    },
+    "cacheta-classic": {
+        "meld_shape": "any",
+        "wild_cards": True,
+        "wild_from_discard_is_plain": False,
+        "full_close_allowed": True,
+        "discard_lock_identical": False,
+        "max_reshuffles": 3,
+        "max_players": 4,
+        "decks_by_players": ((4, 2),),
+        "lives": 10,  # points: 10 each
+        "first_dealer": "drawn",
+        "mandar_correr": False,
+        "out_of_turn_claims": False,
+    },
+    "pife-casual": {
+        "meld_shape": "any",
+        "wild_cards": False,
+        "wild_from_discard_is_plain": False,
+        "full_close_allowed": True,
+        "discard_lock_identical": True,
+        "max_reshuffles": None,
+        "max_players": 4,
+        "decks_by_players": ((4, 2),),
+        "lives": 1,  # the first close wins the match
+        "first_dealer": "creator",
+        "mandar_correr": False,
+        "out_of_turn_claims": False,
+    },
+    "cacheta-casual": {
+        "meld_shape": "any",
+        "wild_cards": True,
+        "wild_from_discard_is_plain": True,
+        "full_close_allowed": True,
+        "discard_lock_identical": True,
+        "max_reshuffles": None,
+        "max_players": 4,
+        "decks_by_players": ((4, 2),),
+        "lives": 7,  # lives 7 (or 10 as an option)
+        "first_dealer": "creator",
+        "mandar_correr": False,
+        "out_of_turn_claims": False,
+    },
+}
+
+
+def test_every_rummy_preset_of_the_rule_book_is_defined() -> None:
+    assert set(PRESETS) == set(PRESET_VALUES)
+    for name, options in PRESETS.items():
+        assert options.ruleset == name
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_VALUES))
+def test_rule_2_preset_option_values_are_the_rule_books(preset: str) -> None:
+    options = PRESETS[preset]
+    expected = EVERY_PRESET | PRESET_VALUES[preset]
+    assert {name: getattr(options, name) for name in expected} == expected
+    assert resolve_options(preset) == options
+
+
+def test_rule_1_wild_from_discard_is_plain_only_in_cacheta_casual() -> None:
+    assert [name for name, options in PRESETS.items() if options.wild_from_discard_is_plain] == [
+        "cacheta-casual"
+    ]
+    assert PRESETS["cacheta-raiz"].wild_from_discard_is_plain is False
+
+
+def test_rule_2_ten_cards_is_a_classic_option_never_under_three_threes() -> None:
+    for preset in ("pife-classic", "cacheta-classic"):
+        assert resolve_options(preset, {"hand_size": 10}).hand_size == 10
+    with pytest.raises(GameError) as error:
+        resolve_options("cacheta-raiz", {"hand_size": 10})
+    assert error.value.code == "invalid_option_value"

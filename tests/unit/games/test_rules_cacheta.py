@@ -12,9 +12,9 @@ from app.games import (
     spectator_view,
     visible_event,
 )
-from app.games.events import ClaimResolved, DealerDecisionStarted, DecisionMade
+from app.games.events import ClaimResolved, ClaimWindowEnded, DealerDecisionStarted, DecisionMade
 
-from .support import c, cs, decide_all, hand, play, start, types
+from .support import c, cs, decide_all, hand, play, rigged_order, start, types
 
 RAIZ = resolve_options("cacheta-raiz")
 CLOSED9 = "AH 2H 3H 4S 5S 6S 9C 9D 9H"  # three melds
@@ -275,6 +275,23 @@ def test_rule_3_claim_needs_two_disjoint_melds_and_not_being_the_discarder() -> 
     refuse("already_claimed", match.claim, 2)
 
 
+def test_rule_3_claim_needs_two_disjoint_melds_one_meld_or_two_sharing_a_card_is_refused() -> None:
+    match = claim_setup(
+        {
+            2: "5C 6C 7C 10H 8D JS 2H QS KH",  # exactly one meld: 5C 6C 7C
+            3: "4H#1 5H#1 6H#1 6C#1 6S#1 9C#1 JD#1 2S#1 QC#1",  # 4-5-6H and 6H 6C 6S share 6H
+            0: "7D#1 8D#1 9D#1 KC#1 KH#1 KS#1 3C#1 5S#1 JH#1",  # 7-8-9D and KC KH KS: disjoint
+        }
+    )
+    for seat in (2, 3):
+        refuse("claim_not_allowed", match.claim, seat)
+        assert not match.can_claim(seat)
+        assert player_view(match, seat)["round"]["holds_two_melds"] is False
+    assert match.can_claim(0) and player_view(match, 0)["round"]["holds_two_melds"] is True
+    match.claim(0)
+    assert match.round is not None and match.round.claims == [0]
+
+
 def test_rule_3_claim_accepted_on_two_melds_alone_then_burns_if_the_card_does_not_close() -> None:
     match = claim_setup({2: "AH 2H 3H 4S 5S 6S JC QD KC"})  # two melds, 9H does not close
     match.claim(2)  # accepted: the server does not check the card at claim time
@@ -299,6 +316,40 @@ def test_rule_3_burned_player_may_not_draw_from_the_pile_nor_claim_again() -> No
     refuse("burned", match.claim, 2)
 
 
+def test_rule_3_burning_lasts_only_for_the_rest_of_the_round() -> None:
+    # round 1 (dealer 0, order 1 2 3 0): seat 3 claims 9H, which does not close it: burned;
+    # seat 2 then takes 9H and closes. Round 2 starts with nobody burned.
+    match = claim_setup({2: TWO_MELDS_NEEDS_9, 3: "AC 2C 3C 4D#1 5D#1 6D#1 JC QD KS"})
+    match.claim(3)
+    match.claim_window_closed()
+    assert match.round is not None and match.round.burned == {3}
+    assert player_view(match, 3)["round"]["burned"] == [3]
+    match.draw_discard(2)
+    match.close(2)
+    assert match.last_result is not None and match.last_result["winner"] == 2
+    assert match.round is not None and match.round.number == 2 and match.round.dealer == 1
+    assert match.round.burned == set()
+    assert spectator_view(match)["round"]["burned"] == []
+    # round 2 (dealer 1, order 2 3 0 1): seat 3 draws from the pile and claims again
+    match.apply_chance(
+        rigged_order(match, {2: cs(DISCARDER), 3: cs("AH 2H 3H 4S 5S 6S JC QD KC")}, c("KD"))
+    )
+    decide_all(match)
+    assert player_view(match, 3)["round"]["burned"] == []
+    match.draw_stock(2)
+    match.discard(2, c("9H"))
+    assert match.can_claim(3) and player_view(match, 3)["round"]["holds_two_melds"] is True
+    match.claim_window_closed()
+    assert match.can_draw_discard(3)
+    match.draw_discard(3)
+    assert c("9H") in hand(match, 3)
+    match.discard(3, c("KC"))
+    match.claim_window_closed()
+    match.timeout()  # seat 0 draws and discards
+    match.claim(3)
+    assert match.round is not None and match.round.claims == [3]
+
+
 def test_rule_3_burned_claim_leaves_the_card_for_the_next_player() -> None:
     match = claim_setup({3: "AH 2H 3H 4S 5S 6S JC QD KC"})
     match.claim(3)
@@ -321,6 +372,30 @@ def test_rule_3_claim_priority_is_the_next_turn_first_then_turn_order() -> None:
     assert closed.out_of_turn and closed.claimed_card == c("9H")  # type: ignore[attr-defined]
     assert closed.discard == c("KC")  # type: ignore[attr-defined]
     assert match.lives == [5, 5, 7, 5]  # not_evaluated is not burned: a plain mandar loss
+
+
+def test_rule_3_claim_priority_wraps_round_the_table_after_the_discarder() -> None:
+    # dealer 1: turn order 2, 3, 0, 1. Seat 2 discards 9H; seats 0 and 3 both hold a close
+    # with it. Seat 3 plays next, so it closes even though seat 0 has the lower number and
+    # clicked first; seat 0 is not evaluated (and not burned).
+    hands = {2: DISCARDER, 3: TWO_MELDS_NEEDS_9, 0: "AC 2C 3C 4D#1 5D#1 6D#1 9C#1 9D#1 KS"}
+    match = play(dealer=1, hands={seat: cs(text) for seat, text in hands.items()})
+    assert match.round is not None and match.round.players == (2, 3, 0, 1)
+    match.draw_stock(2)
+    match.discard(2, c("9H"))
+    match.claim(0)
+    match.claim(3)
+    events = match.claim_window_closed()
+    ended = next(event for event in events if isinstance(event, ClaimWindowEnded))
+    assert (ended.discarder, ended.claimants) == (2, (3, 0))
+    assert [(e.seat, e.outcome) for e in events if isinstance(e, ClaimResolved)] == [
+        (3, "closed"),
+        (0, "not_evaluated"),
+    ]
+    closed = next(event for event in events if event.type == "closed")
+    assert closed.seat == 3 and closed.claimed_card == c("9H")  # type: ignore[attr-defined]
+    assert match.last_result is not None and match.last_result["winner"] == 3
+    assert match.lives == [5, 5, 5, 7]
 
 
 def test_rule_3_earlier_claimants_that_do_not_close_burn_the_first_that_closes_wins() -> None:

@@ -190,6 +190,37 @@ def test_rule_1_option_wild_from_discard_is_plain_for_the_taker() -> None:
         assert match.can_close(2) is (not plain)
 
 
+def test_rule_1_cacheta_raiz_lets_a_wild_from_the_discard_pile_close_as_a_wild() -> None:
+    # vira 5H: 6H is wild. Seat 2 closes AS 2S [6H as 3S], 9C 9D 9S, JD QD KD, discarding 4C.
+    # cacheta-raiz (no override): wild_from_discard_is_plain is off, so the 6H taken from the
+    # pile -- drawn on the turn or claimed out of turn -- is still a joker; with it on it is not.
+    hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
+    joker_meld = tuple(sorted(cs("AS 2S 6H")))
+    for options in ({}, {"wild_from_discard_is_plain": True}):
+        plain = bool(options)
+        drawn = play(hands=hands, vira="5H", options=options)
+        assert drawn.options.wild_from_discard_is_plain is plain
+        drawn.draw_stock(1)
+        drawn.discard(1, c("6H"))
+        drawn.claim_window_closed()
+        drawn.draw_discard(2)
+        assert player_view(drawn, 2)["round"]["plain_wilds"] == ([c("6H")] if plain else [])
+        if plain:
+            with pytest.raises(GameError) as error:
+                drawn.close(2)
+            assert error.value.code == "cannot_close"
+        else:
+            closed = next(e for e in drawn.close(2) if e.type == "closed")
+            assert joker_meld in closed.melds and closed.discard == c("4C")  # type: ignore[attr-defined]
+        claimed = play(hands=hands, vira="5H", options=options)
+        claimed.draw_stock(1)
+        claimed.discard(1, c("6H"))
+        claimed.claim(2)  # two disjoint melds: 9C 9D 9S and JD QD KD
+        events = claimed.claim_window_closed()
+        outcomes = [e.outcome for e in events if e.type == "claim_resolved"]  # type: ignore[attr-defined]
+        assert outcomes == (["burned"] if plain else ["closed"])
+
+
 def test_deadline_tokens_mark_stale_timers() -> None:
     match = play()
     first = match.current_deadline()
