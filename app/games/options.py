@@ -32,6 +32,8 @@ MELD_SHAPES = ("three_threes", "any")
 """Values of ``meld_shape``."""
 RULESETS = ("cacheta-raiz", "pife-classic", "cacheta-classic", "pife-casual", "cacheta-casual")
 """Game logics (one per rummy preset family); only ``cacheta-raiz`` is playable now."""
+TEN_CARD_RULESETS = ("pife-classic", "cacheta-classic")
+"""RULES.md §2: 9 cards per player, or 10 in the classic presets."""
 FIRST_DEALER_MODES = ("drawn", "creator")
 """``drawn``: a ``first_dealer`` chance input picks seat 0..n-1; ``creator``: seat 0 deals."""
 MAX_LIVES = 20
@@ -226,6 +228,8 @@ def _validate(options: RummyOptions) -> None:
         _check_range("max_reshuffles", options.max_reshuffles, 0, 1000)
     if options.meld_shape == "three_threes" and options.hand_size != 9:
         raise _invalid("hand_size", options.hand_size, "three_threes closes exactly 9 cards")
+    if options.hand_size != 9 and options.ruleset not in TEN_CARD_RULESETS:
+        raise _invalid("hand_size", options.hand_size, "10 cards only in the classic presets")
     steps = options.decks_by_players
     if not steps or any(
         decks < 1 or decks > 8 or up_to < 2 or (index and up_to <= steps[index - 1][0])

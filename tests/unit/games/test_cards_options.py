@@ -259,6 +259,10 @@ def test_rule_1_wild_from_discard_is_plain_only_in_cacheta_casual() -> None:
 def test_rule_2_ten_cards_is_a_classic_option_never_under_three_threes() -> None:
     for preset in ("pife-classic", "cacheta-classic"):
         assert resolve_options(preset, {"hand_size": 10}).hand_size == 10
-    with pytest.raises(GameError) as error:
-        resolve_options("cacheta-raiz", {"hand_size": 10})
-    assert error.value.code == "invalid_option_value"
+    for preset in ("cacheta-raiz", "pife-casual", "cacheta-casual"):
+        with pytest.raises(GameError) as error:
+            resolve_options(preset, {"hand_size": 10, "meld_shape": "any"})
+        assert error.value.code == "invalid_option_value", preset
+        assert error.value.details["option"] == "hand_size", preset
+    with pytest.raises(GameError, match="three_threes closes exactly 9 cards"):
+        resolve_options("cacheta-classic", {"hand_size": 10, "meld_shape": "three_threes"})
