@@ -62,23 +62,53 @@ _NEIGHBOURS = tuple(
 )
 
 
+_NEAR_MASKS = tuple(
+    (
+        sum(1 << other for other, weight in row if weight == 2),
+        sum(1 << other for other, weight in row if weight == 1),
+    )
+    for row in _NEIGHBOURS
+)
+"""Per face: bit masks of the faces linked to it with weight 2 and with weight 1."""
+
+
+@lru_cache(maxsize=32)
+def _meld_pair_masks(
+    templates: tuple[tuple[tuple[int, int], ...], ...],
+) -> tuple[tuple[int, ...], ...]:
+    """Per face: the bit mask of each all-natural template ``(a, b)`` (``1 << a | 1 << b``)."""
+    return tuple(
+        tuple((1 << first) | (1 << second) for first, second in pairs if first >= 0 and second >= 0)
+        for pairs in templates
+    )
+
+
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
-    faces = [card % CARDS_PER_DECK for card in hand]
-    templates = rules.tables.templates
-    present: dict[int, int] = {}
-    for face in faces:
-        present[face] = present.get(face, 0) + 1
+    # Face counts as bit masks by level (levels[k]: faces held more than k times), so the
+    # weighted sum over linked faces is a few popcounts; the same figures as counting them.
+    pair_masks = _meld_pair_masks(rules.tables.templates)
+    levels: list[int] = []
+    for card in hand:
+        bit = 1 << (card % CARDS_PER_DECK)
+        for index, level in enumerate(levels):
+            if not level & bit:
+                levels[index] = level | bit
+                break
+        else:
+            levels.append(bit)
+    present = levels[0] if levels else 0
     scores = {}
-    for card, face in zip(hand, faces, strict=True):
+    for card in hand:
         if card in wilds:
             scores[card] = WILD_KEEP_SCORE
             continue
+        face = card % CARDS_PER_DECK
+        heavy, light = _NEAR_MASKS[face]
         score = 0
-        for other, weight in _NEIGHBOURS[face]:
-            if other in present:
-                score += weight * present[other]
-        for first, second in templates[face]:
-            if first >= 0 and second >= 0 and first in present and second in present:
+        for level in levels:
+            score += 2 * (level & heavy).bit_count() + (level & light).bit_count()
+        for mask in pair_masks[face]:
+            if present & mask == mask:
                 score += MELD_BONUS
                 break
         scores[card] = score
@@ -111,6 +141,15 @@ class HeuristicBot:
         """Seed of the hash that orders equally good discards."""
         self.pile_streak = 0
         """Draws from the discard pile in a row (the bot's only memory)."""
+
+    def may_claim(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+        """A cheap necessary condition for :meth:`act` to claim in an open claim window.
+
+        ``hand`` and ``wilds`` are what the view would show (the hand, and the wild cards less
+        the plain wilds in it); ``False`` means ``act`` would return ``None`` (no two melds
+        in hand), so the driver need not build the view to ask.
+        """
+        return _holds_two_melds(tuple(hand), wilds, rules)
 
     def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""

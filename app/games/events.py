@@ -74,11 +74,24 @@ def canonical_bytes(obj: Any) -> bytes:
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_CONTAINERS = (tuple, list, dict)
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The field names of a record dataclass, in order (computed once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return names
+
+
 def record_to_dict(record: Any) -> dict[str, Any]:
     """``{"type": record.type, field: value, ...}`` of a record dataclass, lists for tuples."""
     result: dict[str, Any] = {"type": record.type}
-    for field in dataclasses.fields(record):
-        result[field.name] = to_jsonable(getattr(record, field.name))
+    for name in field_names(type(record)):
+        value = getattr(record, name)
+        result[name] = to_jsonable(value) if isinstance(value, _CONTAINERS) else value
     return result
 
 

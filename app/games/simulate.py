@@ -204,6 +204,11 @@ def bot_step(
         for seat in current.players:
             if seat == current.turn or seat in current.burned:
                 continue  # the discarder and burned players cannot claim: no need to ask
+            hand = current.hands[seat]
+            plain = current.plain.get(seat)
+            wilds = current.wilds.difference(plain.intersection(hand)) if plain else current.wilds
+            if not bots[seat].may_claim(hand, wilds, match.rules):
+                continue  # the bot claims only with two melds in hand: no need for a view
             action = bots[seat].act(player_view(match, seat, hints=False))
             if action is not None:
                 events += match.apply(action)
