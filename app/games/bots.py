@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
-from app.games.melds import MeldRules
+from app.games.melds import MeldRules, MeldTables
 from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
 
 __all__ = ("HeuristicBot", "choose_action", "hand_strength")
@@ -72,21 +72,28 @@ _NEAR_MASKS = tuple(
 """Per face: bit masks of the faces linked to it with weight 2 and with weight 1."""
 
 
-@lru_cache(maxsize=32)
-def _meld_pair_masks(
-    templates: tuple[tuple[tuple[int, int], ...], ...],
-) -> tuple[tuple[int, ...], ...]:
-    """Per face: the bit mask of each all-natural template ``(a, b)`` (``1 << a | 1 << b``)."""
-    return tuple(
+_PAIR_MASKS: dict[int, tuple[MeldTables, tuple[tuple[int, ...], ...]]] = {}
+
+
+def _meld_pair_masks(tables: MeldTables) -> tuple[tuple[int, ...], ...]:
+    """Per face: the bit mask of each all-natural template ``(a, b)`` (``1 << a | 1 << b``).
+
+    Computed once per table object (keyed by identity: hashing the templates costs more)."""
+    known = _PAIR_MASKS.get(id(tables))
+    if known is not None and known[0] is tables:
+        return known[1]
+    masks = tuple(
         tuple((1 << first) | (1 << second) for first, second in pairs if first >= 0 and second >= 0)
-        for pairs in templates
+        for pairs in tables.templates
     )
+    _PAIR_MASKS[id(tables)] = (tables, masks)
+    return masks
 
 
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
     # Face counts as bit masks by level (levels[k]: faces held more than k times), so the
     # weighted sum over linked faces is a few popcounts; the same figures as counting them.
-    pair_masks = _meld_pair_masks(rules.tables.templates)
+    pair_masks = _meld_pair_masks(rules.tables)
     levels: list[int] = []
     for card in hand:
         bit = 1 << (card % CARDS_PER_DECK)
@@ -118,6 +125,20 @@ def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> di
 @lru_cache(maxsize=4096)
 def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
     return has_two_disjoint_melds(hand, wilds, rules)
+
+
+def _may_close(hand: list[int], drawn: int | None, wilds: frozenset[int], rules: MeldRules) -> bool:
+    """A cheap necessary condition for ``find_close(hand, ...)`` after drawing ``drawn``.
+
+    With three melds of three, a close keeps two melds that hold neither the drawn card nor
+    the discard, so the hand before the draw already held two disjoint melds (a cached test:
+    the claim windows ask it of the same hand). ``True`` when the test does not apply.
+    """
+    if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
+        return True
+    before = list(hand)
+    before.remove(drawn)
+    return _holds_two_melds(tuple(before), wilds, rules)
 
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
@@ -249,7 +270,9 @@ class HeuristicBot:
         self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if find_close(hand, wilds, rules, locked) is not None:
+        if _may_close(hand, current["drawn"], wilds, rules) and (
+            find_close(hand, wilds, rules, locked) is not None
+        ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         candidates = [card for card in hand if card not in locked]
