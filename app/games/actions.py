@@ -165,6 +165,7 @@ ACTION_TYPES: dict[str, type[Action]] = {
 """Every input record class by its ``type``."""
 
 
+_INT_ONLY = frozenset({int})
 _ALLOWED_KEYS: dict[type[Action], frozenset[str]] = {}
 """Per input class: its field names and ``type`` (the keys its dict may have)."""
 
@@ -223,11 +224,13 @@ def action_from_dict(data: dict[str, Any]) -> Action:
         if cls is ClaimWindowClosed:
             return ClaimWindowClosed()
         value = data["value"]
-        parsed: int | tuple[int, ...] = (
-            tuple(_int(item, "value") for item in value)
-            if isinstance(value, list | tuple)
-            else _int(value, "value")
-        )
+        parsed: int | tuple[int, ...]
+        if isinstance(value, list | tuple):
+            parsed = tuple(value)
+            if not _INT_ONLY.issuperset(map(type, parsed)):  # bools, floats...: checked one by one
+                parsed = tuple(_int(item, "value") for item in value)
+        else:
+            parsed = _int(value, "value")
         if not isinstance(data["kind"], str) or not isinstance(data["label"], str):
             raise GameError("invalid_action", "kind and label must be strings")
         return ChanceInput(data["kind"], _int(data["round"], "round"), data["label"], parsed)
