@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
-from app.games.melds import MeldRules, MeldTables
+from app.games.melds import JOKER, MeldRules, MeldTables
 from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
 
 __all__ = ("HeuristicBot", "choose_action", "hand_strength")
@@ -141,6 +141,34 @@ def _may_close(hand: list[int], drawn: int | None, wilds: frozenset[int], rules:
     return _holds_two_melds(tuple(before), wilds, rules)
 
 
+def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """A cheap necessary condition for ``card`` to make a 3-card meld with two cards of
+    ``hand``: some template of its face has its natural faces in the hand and no more jokers
+    than the hand's wild cards. Always ``True`` for a wild ``card`` (it may be the joker).
+    """
+    if card in wilds:
+        return True
+    present = 0
+    jokers = 0
+    for other in hand:
+        present |= 1 << (other % CARDS_PER_DECK)
+        if other in wilds:
+            jokers += 1
+    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
+        need = 0
+        if first == JOKER:
+            need += 1
+        elif not present >> first & 1:
+            continue
+        if second == JOKER:
+            need += 1
+        elif not present >> second & 1:
+            continue
+        if need <= jokers:
+            return True
+    return False
+
+
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
     """A rough strength: wilds, links between cards, and two complete melds."""
     scores = _card_scores(hand, wilds, rules)
@@ -245,9 +273,12 @@ class HeuristicBot:
         # three melds of three: the top cannot be the discard, so a close with it keeps two
         # melds made of hand cards only (a cheap, cached test first)
         three = rules.meld_shape == "three_threes"
-        if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
-            [*hand, top], mine, rules, self._locks(view, top)
-        ):
+        if (
+            not three
+            or (
+                _holds_two_melds(tuple(hand), wilds, rules) and _fits_a_meld(top, hand, mine, rules)
+            )
+        ) and find_close([*hand, top], mine, rules, self._locks(view, top)):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
@@ -297,7 +328,10 @@ class HeuristicBot:
             return None
         card = window["card"]
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
-        # never claim blindly: only when the claimed card closes the hand
+        # never claim blindly: only when the claimed card closes the hand (with three melds
+        # of three the locked card must sit in one of them: a cheap test first)
+        if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
+            return None
         if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
         return None
