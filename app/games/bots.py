@@ -30,6 +30,7 @@ CAUTION_EXTRA = 2
 """Extra strength needed when cautious."""
 TAKE_MARGIN = 1
 """How much better than the card it replaces the discard top must score to be taken."""
+_WORD = 1 << 32
 MAX_PILE_STREAK = 2
 """At most this many draws from the discard pile in a row (unless the card closes)."""
 
@@ -307,7 +308,8 @@ class HeuristicBot:
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         candidates = [card for card in hand if card not in locked]
-        card = min(candidates, key=lambda card: (scores[card], self._order(card)))
+        salt = self.tie_break * 40503  # self._order(card), inlined
+        card = min(candidates, key=lambda card: (scores[card], (card * 2654435761 + salt) % _WORD))
         return {"type": "discard", "seat": self.seat, "card": card}
 
     def _claim(
@@ -343,7 +345,7 @@ class HeuristicBot:
         return frozenset((card,))
 
     def _order(self, card: int) -> int:
-        return (card * 2654435761 + self.tie_break * 40503) % (1 << 32)
+        return (card * 2654435761 + self.tie_break * 40503) % _WORD
 
 
 def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
