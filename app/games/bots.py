@@ -9,7 +9,8 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, reduce
+from operator import or_
 from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
@@ -73,28 +74,69 @@ _NEAR_MASKS = tuple(
 """Per face: bit masks of the faces linked to it with weight 2 and with weight 1."""
 
 
-_PAIR_MASKS: dict[int, tuple[MeldTables, tuple[tuple[int, ...], ...]]] = {}
+_LINKED = tuple(
+    (1 << face) | sum(1 << other for other, _ in row) for face, row in enumerate(_NEIGHBOURS)
+)
+"""Per face: the face itself and every face linked to it."""
+_LEVEL_SHIFT = CARDS_PER_DECK
 
 
-def _meld_pair_masks(tables: MeldTables) -> tuple[tuple[int, ...], ...]:
-    """Per face: the bit mask of each all-natural template ``(a, b)`` (``1 << a | 1 << b``).
+class _ScoreTable:
+    """Per meld table: the all-natural template masks and a memo of computed scores."""
 
-    Computed once per table object (keyed by identity: hashing the templates costs more)."""
-    known = _PAIR_MASKS.get(id(tables))
-    if known is not None and known[0] is tables:
-        return known[1]
-    masks = tuple(
-        tuple((1 << first) | (1 << second) for first, second in pairs if first >= 0 and second >= 0)
-        for pairs in tables.templates
-    )
-    _PAIR_MASKS[id(tables)] = (tables, masks)
-    return masks
+    __slots__ = ("around", "memo", "pair_masks", "tables")
+
+    def __init__(self, tables: MeldTables) -> None:
+        self.tables = tables
+        self.pair_masks = tuple(
+            tuple(
+                (1 << first) | (1 << second)
+                for first, second in pairs
+                if first >= 0 and second >= 0
+            )
+            for pairs in tables.templates
+        )
+        """Per face: ``1 << a | 1 << b`` of each all-natural template ``(a, b)``."""
+        self.around = tuple(
+            reduce(or_, masks, linked)
+            for linked, masks in zip(_LINKED, self.pair_masks, strict=True)
+        )
+        """Per face: every face its score depends on (linked, or in one of its templates)."""
+        self.memo: dict[int, int] = {}
+        """(face, the hand's face counts around it) -> score; at most 52 * 3^8 entries with
+        two decks."""
+
+    def score(self, face: int, levels: list[int]) -> int:
+        heavy, light = _NEAR_MASKS[face]
+        score = 0
+        for level in levels:
+            score += 2 * (level & heavy).bit_count() + (level & light).bit_count()
+        present = levels[0]
+        for mask in self.pair_masks[face]:
+            if present & mask == mask:
+                return score + MELD_BONUS
+        return score
+
+
+_SCORE_TABLES: dict[int, _ScoreTable] = {}
+
+
+def _score_table(tables: MeldTables) -> _ScoreTable:
+    """The score table of ``tables`` (keyed by identity: hashing the templates costs more)."""
+    known = _SCORE_TABLES.get(id(tables))
+    if known is None or known.tables is not tables:
+        known = _SCORE_TABLES[id(tables)] = _ScoreTable(tables)
+    return known
 
 
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
-    # Face counts as bit masks by level (levels[k]: faces held more than k times), so the
-    # weighted sum over linked faces is a few popcounts; the same figures as counting them.
-    pair_masks = _meld_pair_masks(rules.tables)
+    """Each card's score: the weighted links to the other cards' faces, plus a bonus when it
+    is part of a complete natural 3-meld in hand; wild cards score ``WILD_KEEP_SCORE``."""
+    # Face counts as bit masks by level (levels[k]: faces held more than k times): the
+    # weighted sum over linked faces is a few popcounts. A score depends only on the face
+    # and the counts of the faces around it, so scores are memoised on exactly that.
+    table = _score_table(rules.tables)
+    memo = table.memo
     levels: list[int] = []
     for card in hand:
         bit = 1 << (card % CARDS_PER_DECK)
@@ -104,21 +146,21 @@ def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> di
                 break
         else:
             levels.append(bit)
-    present = levels[0] if levels else 0
     scores = {}
     for card in hand:
         if card in wilds:
             scores[card] = WILD_KEEP_SCORE
             continue
         face = card % CARDS_PER_DECK
-        heavy, light = _NEAR_MASKS[face]
-        score = 0
+        around = table.around[face]
+        key = face
+        shift = _LEVEL_SHIFT
         for level in levels:
-            score += 2 * (level & heavy).bit_count() + (level & light).bit_count()
-        for mask in pair_masks[face]:
-            if present & mask == mask:
-                score += MELD_BONUS
-                break
+            key |= (level & around) << shift
+            shift += CARDS_PER_DECK
+        score = memo.get(key)
+        if score is None:
+            score = memo[key] = table.score(face, levels)
         scores[card] = score
     return scores
 
