@@ -137,6 +137,38 @@ def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> di
     # and the counts of the faces around it, so scores are memoised on exactly that.
     table = _score_table(rules.tables)
     memo = table.memo
+    present = 0
+    repeated = 0  # faces held more than once
+    for card in hand:
+        bit = 1 << (card % CARDS_PER_DECK)
+        if present & bit:
+            repeated |= bit
+        present |= bit
+    if repeated:
+        levels = _levels(hand)
+    around = table.around
+    scores = {}
+    for card in hand:
+        if card in wilds:
+            scores[card] = WILD_KEEP_SCORE
+            continue
+        face = card % CARDS_PER_DECK
+        near = around[face]
+        key = face | (present & near) << _LEVEL_SHIFT
+        if repeated:
+            shift = 2 * _LEVEL_SHIFT
+            for level in levels[1:]:
+                key |= (level & near) << shift
+                shift += _LEVEL_SHIFT
+        score = memo.get(key)
+        if score is None:
+            score = memo[key] = table.score(face, levels if repeated else [present])
+        scores[card] = score
+    return scores
+
+
+def _levels(hand: list[int]) -> list[int]:
+    """Face counts as bit masks by level: ``levels[k]`` holds the faces held more than k times."""
     levels: list[int] = []
     for card in hand:
         bit = 1 << (card % CARDS_PER_DECK)
@@ -146,23 +178,7 @@ def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> di
                 break
         else:
             levels.append(bit)
-    scores = {}
-    for card in hand:
-        if card in wilds:
-            scores[card] = WILD_KEEP_SCORE
-            continue
-        face = card % CARDS_PER_DECK
-        around = table.around[face]
-        key = face
-        shift = _LEVEL_SHIFT
-        for level in levels:
-            key |= (level & around) << shift
-            shift += CARDS_PER_DECK
-        score = memo.get(key)
-        if score is None:
-            score = memo[key] = table.score(face, levels)
-        scores[card] = score
-    return scores
+    return levels
 
 
 @lru_cache(maxsize=4096)
