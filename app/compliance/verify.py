@@ -324,7 +324,8 @@ class _Replay:
         round_ = self.round
         state = round_["start_state"]
         number = round_["number"]
-        if hashlib.sha256(canonical(state)).hexdigest() != round_["start_state_hash"]:
+        encoded = canonical(state)
+        if hashlib.sha256(encoded).hexdigest() != round_["start_state_hash"]:
             raise VerificationFailed(
                 "continuity", "start state", "the start state does not hash to its recorded hash"
             )
@@ -340,7 +341,7 @@ class _Replay:
                 )
             except (GameError, KeyError, TypeError) as error:
                 raise VerificationFailed("continuity", "start state", str(error)) from None
-            if canonical(fresh.snapshot()) != canonical(state):
+            if canonical(fresh.snapshot()) != encoded:
                 raise VerificationFailed(
                     "continuity",
                     "start state",
