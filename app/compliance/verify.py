@@ -193,9 +193,11 @@ _CONTAINERS = (tuple, list, dict)
 def _plain(value: Any) -> Any:
     kind = type(value)
     if kind is tuple or kind is list:
-        return [_plain(item) for item in value]
+        return [_plain(item) if type(item) in _CONTAINERS else item for item in value]
     if kind is dict:
-        return {key: _plain(item) for key, item in value.items()}
+        return {
+            key: _plain(item) if type(item) in _CONTAINERS else item for key, item in value.items()
+        }
     return value
 
 

@@ -45,12 +45,18 @@ __all__ = (
 )
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
 def to_jsonable(value: Any) -> Any:
     """Tuples become lists, recursively (dict keys are kept as they are)."""
     if isinstance(value, tuple | list):
-        return [to_jsonable(item) for item in value]
+        return [to_jsonable(item) if isinstance(item, _CONTAINERS) else item for item in value]
     if isinstance(value, dict):
-        return {key: to_jsonable(item) for key, item in value.items()}
+        return {
+            key: to_jsonable(item) if isinstance(item, _CONTAINERS) else item
+            for key, item in value.items()
+        }
     return value
 
 
@@ -75,7 +81,6 @@ def canonical_bytes(obj: Any) -> bytes:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-_CONTAINERS = (tuple, list, dict)
 
 
 def field_names(cls: type) -> tuple[str, ...]:
