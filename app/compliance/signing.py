@@ -126,7 +126,7 @@ def _public_key(public_key: bytes) -> Ed25519PublicKey:
 def verify_signature(public_key: bytes, signature: bytes, message: bytes) -> bool:
     """Whether ``signature`` is a valid Ed25519 signature of ``message`` under ``public_key``."""
     try:
-        _public_key(public_key).verify(signature, message)
+        _public_key(bytes(public_key)).verify(signature, message)
     except (InvalidSignature, ValueError):
         return False
     return True
