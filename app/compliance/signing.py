@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -116,10 +117,16 @@ def checkpoint_message(head: Mapping[str, Any]) -> bytes:
     return CHECKPOINT_DOMAIN + canonical_json(dict(head))
 
 
+@functools.lru_cache(maxsize=64)
+def _public_key(public_key: bytes) -> Ed25519PublicKey:
+    """The parsed key (a handful of keys sign every round: parse each once)."""
+    return Ed25519PublicKey.from_public_bytes(public_key)
+
+
 def verify_signature(public_key: bytes, signature: bytes, message: bytes) -> bool:
     """Whether ``signature`` is a valid Ed25519 signature of ``message`` under ``public_key``."""
     try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+        _public_key(bytes(public_key)).verify(signature, message)
     except (InvalidSignature, ValueError):
         return False
     return True

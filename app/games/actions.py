@@ -7,12 +7,11 @@ exactly the replay of its input records (``CachetaMatch.apply``).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from app.games.errors import GameError
-from app.games.events import record_to_dict
+from app.games.events import field_names, record_to_dict
 
 __all__ = (
     "ACTION_TYPES",
@@ -43,7 +42,7 @@ class Action:
 
     def arguments(self) -> tuple[Any, ...]:
         """The field values in order: the arguments of the match method named ``type``."""
-        return tuple(getattr(self, field.name) for field in dataclasses.fields(self))
+        return tuple([getattr(self, name) for name in field_names(type(self))])
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +165,11 @@ ACTION_TYPES: dict[str, type[Action]] = {
 """Every input record class by its ``type``."""
 
 
+_INT_ONLY = frozenset({int})
+_ALLOWED_KEYS: dict[type[Action], frozenset[str]] = {}
+"""Per input class: its field names and ``type`` (the keys its dict may have)."""
+
+
 def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise GameError("invalid_action", f"{name} must be an integer", {"field": name})
@@ -194,9 +198,11 @@ def action_from_dict(data: dict[str, Any]) -> Action:
     cls = ACTION_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise GameError("unknown_action", f"unknown action type {kind!r}", {"type": kind})
-    names = {field.name for field in dataclasses.fields(cls)}
-    extra = sorted(set(data) - names - {"type"})
-    if extra:
+    names = _ALLOWED_KEYS.get(cls)
+    if names is None:
+        names = _ALLOWED_KEYS[cls] = frozenset(field_names(cls)) | {"type"}
+    if not names.issuperset(data):
+        extra = sorted(set(data) - names)
         raise GameError("invalid_action", f"unexpected field {extra[0]!r}", {"field": extra[0]})
     try:
         if cls is Decide:
@@ -218,11 +224,13 @@ def action_from_dict(data: dict[str, Any]) -> Action:
         if cls is ClaimWindowClosed:
             return ClaimWindowClosed()
         value = data["value"]
-        parsed: int | tuple[int, ...] = (
-            tuple(_int(item, "value") for item in value)
-            if isinstance(value, list | tuple)
-            else _int(value, "value")
-        )
+        parsed: int | tuple[int, ...]
+        if isinstance(value, list | tuple):
+            parsed = tuple(value)
+            if not _INT_ONLY.issuperset(map(type, parsed)):  # bools, floats...: checked one by one
+                parsed = tuple(_int(item, "value") for item in value)
+        else:
+            parsed = _int(value, "value")
         if not isinstance(data["kind"], str) or not isinstance(data["label"], str):
             raise GameError("invalid_action", "kind and label must be strings")
         return ChanceInput(data["kind"], _int(data["round"], "round"), data["label"], parsed)

@@ -9,11 +9,12 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, reduce
+from operator import or_
 from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
-from app.games.melds import MeldRules
+from app.games.melds import JOKER, MeldRules, MeldTables
 from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
 
 __all__ = ("HeuristicBot", "choose_action", "hand_strength")
@@ -30,6 +31,7 @@ CAUTION_EXTRA = 2
 """Extra strength needed when cautious."""
 TAKE_MARGIN = 1
 """How much better than the card it replaces the discard top must score to be taken."""
+_WORD = 1 << 32
 MAX_PILE_STREAK = 2
 """At most this many draws from the discard pile in a row (unless the card closes)."""
 
@@ -62,32 +64,168 @@ _NEIGHBOURS = tuple(
 )
 
 
+_NEAR_MASKS = tuple(
+    (
+        sum(1 << other for other, weight in row if weight == 2),
+        sum(1 << other for other, weight in row if weight == 1),
+    )
+    for row in _NEIGHBOURS
+)
+"""Per face: bit masks of the faces linked to it with weight 2 and with weight 1."""
+
+
+_LINKED = tuple(
+    (1 << face) | sum(1 << other for other, _ in row) for face, row in enumerate(_NEIGHBOURS)
+)
+"""Per face: the face itself and every face linked to it."""
+_LEVEL_SHIFT = CARDS_PER_DECK
+
+
+class _ScoreTable:
+    """Per meld table: the all-natural template masks and a memo of computed scores."""
+
+    __slots__ = ("around", "memo", "pair_masks", "tables")
+
+    def __init__(self, tables: MeldTables) -> None:
+        self.tables = tables
+        self.pair_masks = tuple(
+            tuple(
+                (1 << first) | (1 << second)
+                for first, second in pairs
+                if first >= 0 and second >= 0
+            )
+            for pairs in tables.templates
+        )
+        """Per face: ``1 << a | 1 << b`` of each all-natural template ``(a, b)``."""
+        self.around = tuple(
+            reduce(or_, masks, linked)
+            for linked, masks in zip(_LINKED, self.pair_masks, strict=True)
+        )
+        """Per face: every face its score depends on (linked, or in one of its templates)."""
+        self.memo: dict[int, int] = {}
+        """(face, the hand's face counts around it) -> score; at most 52 * 3^8 entries with
+        two decks."""
+
+    def score(self, face: int, levels: list[int]) -> int:
+        heavy, light = _NEAR_MASKS[face]
+        score = 0
+        for level in levels:
+            score += 2 * (level & heavy).bit_count() + (level & light).bit_count()
+        present = levels[0]
+        for mask in self.pair_masks[face]:
+            if present & mask == mask:
+                return score + MELD_BONUS
+        return score
+
+
+_SCORE_TABLES: dict[int, _ScoreTable] = {}
+
+
+def _score_table(tables: MeldTables) -> _ScoreTable:
+    """The score table of ``tables`` (keyed by identity: hashing the templates costs more)."""
+    known = _SCORE_TABLES.get(id(tables))
+    if known is None or known.tables is not tables:
+        known = _SCORE_TABLES[id(tables)] = _ScoreTable(tables)
+    return known
+
+
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
-    faces = [card % CARDS_PER_DECK for card in hand]
-    templates = rules.tables.templates
-    present: dict[int, int] = {}
-    for face in faces:
-        present[face] = present.get(face, 0) + 1
+    """Each card's score: the weighted links to the other cards' faces, plus a bonus when it
+    is part of a complete natural 3-meld in hand; wild cards score ``WILD_KEEP_SCORE``."""
+    # Face counts as bit masks by level (levels[k]: faces held more than k times): the
+    # weighted sum over linked faces is a few popcounts. A score depends only on the face
+    # and the counts of the faces around it, so scores are memoised on exactly that.
+    table = _score_table(rules.tables)
+    memo = table.memo
+    present = 0
+    repeated = 0  # faces held more than once
+    for card in hand:
+        bit = 1 << (card % CARDS_PER_DECK)
+        if present & bit:
+            repeated |= bit
+        present |= bit
+    if repeated:
+        levels = _levels(hand)
+    around = table.around
     scores = {}
-    for card, face in zip(hand, faces, strict=True):
+    for card in hand:
         if card in wilds:
             scores[card] = WILD_KEEP_SCORE
             continue
-        score = 0
-        for other, weight in _NEIGHBOURS[face]:
-            if other in present:
-                score += weight * present[other]
-        for first, second in templates[face]:
-            if first >= 0 and second >= 0 and first in present and second in present:
-                score += MELD_BONUS
-                break
+        face = card % CARDS_PER_DECK
+        near = around[face]
+        key = face | (present & near) << _LEVEL_SHIFT
+        if repeated:
+            shift = 2 * _LEVEL_SHIFT
+            for level in levels[1:]:
+                key |= (level & near) << shift
+                shift += _LEVEL_SHIFT
+        score = memo.get(key)
+        if score is None:
+            score = memo[key] = table.score(face, levels if repeated else [present])
         scores[card] = score
     return scores
+
+
+def _levels(hand: list[int]) -> list[int]:
+    """Face counts as bit masks by level: ``levels[k]`` holds the faces held more than k times."""
+    levels: list[int] = []
+    for card in hand:
+        bit = 1 << (card % CARDS_PER_DECK)
+        for index, level in enumerate(levels):
+            if not level & bit:
+                levels[index] = level | bit
+                break
+        else:
+            levels.append(bit)
+    return levels
 
 
 @lru_cache(maxsize=4096)
 def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
     return has_two_disjoint_melds(hand, wilds, rules)
+
+
+def _may_close(hand: list[int], drawn: int | None, wilds: frozenset[int], rules: MeldRules) -> bool:
+    """A cheap necessary condition for ``find_close(hand, ...)`` after drawing ``drawn``.
+
+    With three melds of three, a close keeps two melds that hold neither the drawn card nor
+    the discard, so the hand before the draw already held two disjoint melds (a cached test:
+    the claim windows ask it of the same hand). ``True`` when the test does not apply.
+    """
+    if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
+        return True
+    before = list(hand)
+    before.remove(drawn)
+    return _holds_two_melds(tuple(before), wilds, rules)
+
+
+def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """A cheap necessary condition for ``card`` to make a 3-card meld with two cards of
+    ``hand``: some template of its face has its natural faces in the hand and no more jokers
+    than the hand's wild cards. Always ``True`` for a wild ``card`` (it may be the joker).
+    """
+    if card in wilds:
+        return True
+    present = 0
+    jokers = 0
+    for other in hand:
+        present |= 1 << (other % CARDS_PER_DECK)
+        if other in wilds:
+            jokers += 1
+    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
+        need = 0
+        if first == JOKER:
+            need += 1
+        elif not present >> first & 1:
+            continue
+        if second == JOKER:
+            need += 1
+        elif not present >> second & 1:
+            continue
+        if need <= jokers:
+            return True
+    return False
 
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
@@ -111,6 +249,15 @@ class HeuristicBot:
         """Seed of the hash that orders equally good discards."""
         self.pile_streak = 0
         """Draws from the discard pile in a row (the bot's only memory)."""
+
+    def may_claim(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+        """A cheap necessary condition for :meth:`act` to claim in an open claim window.
+
+        ``hand`` and ``wilds`` are what the view would show (the hand, and the wild cards less
+        the plain wilds in it); ``False`` means ``act`` would return ``None`` (no two melds
+        in hand), so the driver need not build the view to ask.
+        """
+        return _holds_two_melds(tuple(hand), wilds, rules)
 
     def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -185,9 +332,12 @@ class HeuristicBot:
         # three melds of three: the top cannot be the discard, so a close with it keeps two
         # melds made of hand cards only (a cheap, cached test first)
         three = rules.meld_shape == "three_threes"
-        if (not three or _holds_two_melds(tuple(hand), wilds, rules)) and find_close(
-            [*hand, top], mine, rules, self._locks(view, top)
-        ):
+        if (
+            not three
+            or (
+                _holds_two_melds(tuple(hand), wilds, rules) and _fits_a_meld(top, hand, mine, rules)
+            )
+        ) and find_close([*hand, top], mine, rules, self._locks(view, top)):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
@@ -210,11 +360,14 @@ class HeuristicBot:
         self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if find_close(hand, wilds, rules, locked) is not None:
+        if _may_close(hand, current["drawn"], wilds, rules) and (
+            find_close(hand, wilds, rules, locked) is not None
+        ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         candidates = [card for card in hand if card not in locked]
-        card = min(candidates, key=lambda card: (scores[card], self._order(card)))
+        salt = self.tie_break * 40503  # self._order(card), inlined
+        card = min(candidates, key=lambda card: (scores[card], (card * 2654435761 + salt) % _WORD))
         return {"type": "discard", "seat": self.seat, "card": card}
 
     def _claim(
@@ -235,7 +388,10 @@ class HeuristicBot:
             return None
         card = window["card"]
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
-        # never claim blindly: only when the claimed card closes the hand
+        # never claim blindly: only when the claimed card closes the hand (with three melds
+        # of three the locked card must sit in one of them: a cheap test first)
+        if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
+            return None
         if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
         return None
@@ -247,7 +403,7 @@ class HeuristicBot:
         return frozenset((card,))
 
     def _order(self, card: int) -> int:
-        return (card * 2654435761 + self.tie_break * 40503) % (1 << 32)
+        return (card * 2654435761 + self.tie_break * 40503) % _WORD
 
 
 def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:

@@ -47,6 +47,7 @@ from app.games.turns import TurnActions
 
 __all__ = ("PLAYER_ACTIONS", "CachetaMatch", "new_match", "replay", "restore")
 
+_INT_ONLY = frozenset({int})
 PLAYER_ACTIONS = (Decide, DrawStock, DrawDiscard, Discard, Close, Claim)
 """Actions a player sends (the others come from timers, the service and ``rng/``)."""
 
@@ -86,7 +87,7 @@ class CachetaMatch(TurnActions):
         if (
             not isinstance(value, list | tuple)
             or len(value) != size
-            or not all(type(item) is int for item in value)
+            or not _INT_ONLY.issuperset(map(type, value))
             or set(value) != set(range(size))
         ):
             raise GameError(

@@ -45,12 +45,18 @@ __all__ = (
 )
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
 def to_jsonable(value: Any) -> Any:
     """Tuples become lists, recursively (dict keys are kept as they are)."""
     if isinstance(value, tuple | list):
-        return [to_jsonable(item) for item in value]
+        return [to_jsonable(item) if isinstance(item, _CONTAINERS) else item for item in value]
     if isinstance(value, dict):
-        return {key: to_jsonable(item) for key, item in value.items()}
+        return {
+            key: to_jsonable(item) if isinstance(item, _CONTAINERS) else item
+            for key, item in value.items()
+        }
     return value
 
 
@@ -74,11 +80,23 @@ def canonical_bytes(obj: Any) -> bytes:
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The field names of a record dataclass, in order (computed once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))
+    return names
+
+
 def record_to_dict(record: Any) -> dict[str, Any]:
     """``{"type": record.type, field: value, ...}`` of a record dataclass, lists for tuples."""
     result: dict[str, Any] = {"type": record.type}
-    for field in dataclasses.fields(record):
-        result[field.name] = to_jsonable(getattr(record, field.name))
+    for name in field_names(type(record)):
+        value = getattr(record, name)
+        result[name] = to_jsonable(value) if isinstance(value, _CONTAINERS) else value
     return result
 
 

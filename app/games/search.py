@@ -120,9 +120,14 @@ class CoverSearch:
         # None: nothing is locked, every face may be the discard
         self.discardable: list[bool] | None = None
         if locked:
-            discardable = [False] * CARDS_PER_DECK
-            for face, cards in hand.plain.items():
-                discardable[face] = any(card not in locked for card in cards)
+            # only a face with a locked copy may lack an unlocked one (the other faces in
+            # hand are discardable; designate() sets the wild faces)
+            discardable = [True] * CARDS_PER_DECK
+            plain = hand.plain
+            for card in locked:
+                face = card % CARDS_PER_DECK
+                if face in plain:
+                    discardable[face] = any(other not in locked for other in plain[face])
             self.discardable = discardable
         self.joker_discardable = False
         self.order = hand.faces
@@ -353,10 +358,16 @@ class HandSplit:
             face = card % CARDS_PER_DECK
             present |= 1 << face
             if card in wilds:
-                wild.setdefault(face, []).append(card)
+                if face in wild:
+                    wild[face].append(card)
+                else:
+                    wild[face] = [card]
             else:
                 count[face] += 1
-                plain.setdefault(face, []).append(card)
+                if face in plain:
+                    plain[face].append(card)
+                else:
+                    plain[face] = [card]
         self.plain = plain
         """Face -> plain (non-wild) card ids."""
         self.wild = wild

@@ -10,6 +10,7 @@ SHA-256 counter stream with rejection sampling, unbiased but NOT the audited RNG
 from __future__ import annotations
 
 import hashlib
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -110,28 +111,34 @@ def stream_chance_factory(derive: StreamDeriver) -> ChanceSourceFactory:
 
 
 class _Sha256Stream:
-    """SHA-256 in counter mode; ``randbelow`` by rejection sampling, Fisher-Yates on top."""
+    """SHA-256 in counter mode; ``randbelow`` by rejection sampling, Fisher-Yates on top.
 
-    __slots__ = ("buffer", "counter", "key")
+    The stream is read 8 bytes (one big-endian 64-bit word) at a time: block ``k`` is
+    ``SHA-256(key || k as 8 bytes)``, split into four words.
+    """
+
+    __slots__ = ("counter", "key", "words")
 
     def __init__(self, seed: bytes, label: str) -> None:
         self.key = hashlib.sha256(b"raiz-stand-in/1|" + seed + b"|" + label.encode()).digest()
         self.counter = 0
-        self.buffer = b""
+        self.words: list[int] = []
+        """The unread words of the current block, the next one LAST."""
 
-    def _bytes(self, count: int) -> bytes:
-        while len(self.buffer) < count:
-            self.buffer += hashlib.sha256(self.key + self.counter.to_bytes(8, "big")).digest()
+    def _word(self) -> int:
+        words = self.words
+        if not words:
+            block = hashlib.sha256(self.key + self.counter.to_bytes(8, "big")).digest()
             self.counter += 1
-        chunk, self.buffer = self.buffer[:count], self.buffer[count:]
-        return chunk
+            words.extend(reversed(_FOUR_WORDS.unpack(block)))
+        return words.pop()
 
     def randbelow(self, n: int) -> int:
         if n <= 0:
             raise ValueError("n must be positive")
         limit = (1 << 64) - (1 << 64) % n
         while True:
-            value = int.from_bytes(self._bytes(8), "big")
+            value = self._word()
             if value < limit:
                 return value % n
 
@@ -141,6 +148,9 @@ class _Sha256Stream:
             other = self.randbelow(index + 1)
             items[index], items[other] = items[other], items[index]
         return items
+
+
+_FOUR_WORDS = struct.Struct(">4Q")
 
 
 def sha256_stand_in_stream(seed: bytes, label: str) -> RandomStream:
@@ -204,6 +214,11 @@ def bot_step(
         for seat in current.players:
             if seat == current.turn or seat in current.burned:
                 continue  # the discarder and burned players cannot claim: no need to ask
+            hand = current.hands[seat]
+            plain = current.plain.get(seat)
+            wilds = current.wilds.difference(plain.intersection(hand)) if plain else current.wilds
+            if not bots[seat].may_claim(hand, wilds, match.rules):
+                continue  # the bot claims only with two melds in hand: no need for a view
             action = bots[seat].act(player_view(match, seat, hints=False))
             if action is not None:
                 events += match.apply(action)

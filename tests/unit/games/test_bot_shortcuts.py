@@ -1,0 +1,86 @@
+"""The bot's cheap tests before a solver call only rule out hands the solver rejects.
+
+``_fits_a_meld`` (before a claim, or before taking the discard top) and ``_may_close``
+(before looking for a close after the draw) are necessary conditions: whenever they say no,
+``find_close`` finds nothing, so the bot decides exactly as if it had asked the solver.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.games.bots import _card_scores, _fits_a_meld, _link_weight, _may_close
+from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
+from app.games.melds import JOKER, MeldRules
+from app.games.solver import find_close
+
+RULES = [
+    MeldRules(),
+    MeldRules(wilds_per_meld=2),
+    MeldRules(set_same_suit_allowed=True),
+    MeldRules(ace_high=False),
+]
+DECKS = 2
+
+
+def _hands(rng: random.Random, count: int) -> list[tuple[list[int], int, frozenset[int]]]:
+    """9-card hands plus one card, half of them drawn from a narrow band (meld-rich)."""
+    cases = []
+    while len(cases) < count:
+        vira = rng.randrange(CARDS_PER_DECK * DECKS)
+        wilds = wild_ids(vira, rng.choice(["same_suit", "same_color", "all_suits"]), DECKS)
+        pool = [card for card in range(CARDS_PER_DECK * DECKS) if card != vira]
+        if rng.random() < 0.5:
+            start = rng.randrange(len(pool) - 16)
+            band = pool[start : start + 16]
+            cards = rng.sample(band, 7) + rng.sample([c for c in pool if c not in band], 3)
+            rng.shuffle(cards)
+        else:
+            cards = rng.sample(pool, 10)
+        cases.append((cards[:9], cards[9], wilds))
+    return cases
+
+
+@pytest.mark.parametrize("rules", RULES, ids=repr)
+def test_shortcuts_never_hide_a_close(rules: MeldRules) -> None:
+    rng = random.Random(20261129)
+    ruled_out = 0
+    for hand, card, wilds in _hands(rng, 1500):
+        locks = frozenset((card, *identical_ids(card, DECKS)))
+        if not _fits_a_meld(card, hand, wilds, rules):
+            ruled_out += 1
+            assert find_close([*hand, card], wilds, rules, locks, allow_full=False) is None
+            assert find_close([*hand, card], wilds, rules, locks) is None
+        if not _may_close([*hand, card], card, wilds, rules):
+            ruled_out += 1
+            assert find_close([*hand, card], wilds, rules) is None
+    assert ruled_out > 0  # the shortcuts do rule hands out
+
+
+def _reference_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
+    """The card scores as first written: links counted pair by pair, then a meld bonus."""
+    faces = [card % CARDS_PER_DECK for card in hand]
+    scores = {}
+    for card, face in zip(hand, faces, strict=True):
+        if card in wilds:
+            scores[card] = 100
+            continue
+        score = sum(_link_weight(face, other) for other in faces)
+        present = set(faces)
+        if any(
+            first != JOKER and second != JOKER and first in present and second in present
+            for first, second in rules.tables.templates[face]
+        ):
+            score += 3
+        scores[card] = score
+    return scores
+
+
+def test_card_scores_match_the_pairwise_count() -> None:
+    rng = random.Random(7)
+    for rules in RULES:
+        for hand, card, wilds in _hands(rng, 400):
+            cards = [*hand, card]
+            assert _card_scores(cards, wilds, rules) == _reference_scores(cards, wilds, rules)
