@@ -36,6 +36,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -96,19 +97,19 @@ async def create_operator(url: str) -> None:
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def group_cpu_s(group: int) -> float:
-    """User + system CPU seconds of every live process in process group ``group``."""
-    total = 0
+def process_cpu_s() -> dict[int, tuple[int, float]]:
+    """Process group and user + system CPU seconds of every live process, by pid."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
-            continue
-        if int(fields[2]) == group:  # fields after the name: state, ppid, pgrp, ...
-            total += int(fields[11]) + int(fields[12])
-    return total / CLOCK_TICKS
+            continue  # exited meanwhile
+        # fields after the name: state, ppid, pgrp, ... utime (11), stime (12)
+        found[int(entry.name)] = int(fields[2]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return found
 
 
 def machine_cpu_s() -> tuple[float, float]:
@@ -116,6 +117,40 @@ def machine_cpu_s() -> tuple[float, float]:
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = values[3] + values[4]
     return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSnapshot:
+    """CPU seconds spent so far by the server, its PostgreSQL backends, this client, all."""
+
+    server: float
+    postgres: dict[int, float]
+    client: float
+    machine_busy: float
+    machine_total: float
+
+    @classmethod
+    async def take(cls, server_group: int, db: asyncpg.Connection) -> CpuSnapshot:
+        backends = {
+            int(pid)
+            for pid in await db.fetchval(
+                "SELECT array_agg(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            or ()
+        }
+        processes = process_cpu_s()
+        return cls(
+            server=sum(cpu for group, cpu in processes.values() if group == server_group),
+            postgres={pid: processes[pid][1] for pid in backends if pid in processes},
+            client=time.process_time(),
+            machine_busy=machine_cpu_s()[0],
+            machine_total=machine_cpu_s()[1],
+        )
+
+    def postgres_since(self, before: CpuSnapshot) -> float:
+        """CPU of the service's backends (one that connected meanwhile counts in full)."""
+        return sum(cpu - before.postgres.get(pid, 0.0) for pid, cpu in self.postgres.items())
 
 
 # --- players --------------------------------------------------------------------------------
@@ -258,9 +293,8 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def histogram_quantile(text: str, name: str, fraction: float) -> tuple[float, int]:
-    """The ``fraction`` quantile (upper bucket bound) of a Prometheus histogram summed
-    over its labels, and its sample count."""
+def histogram_buckets(text: str, name: str) -> dict[float, float]:
+    """Cumulative bucket counts of a Prometheus histogram, summed over its labels."""
     buckets: dict[float, float] = {}
     pattern = re.compile(rf'^{name}_bucket\{{.*le="([^"]+)".*\}} ([0-9.e+]+)$')
     for line in text.splitlines():
@@ -268,11 +302,20 @@ def histogram_quantile(text: str, name: str, fraction: float) -> tuple[float, in
         if match:
             bound = math.inf if match.group(1) == "+Inf" else float(match.group(1))
             buckets[bound] = buckets.get(bound, 0.0) + float(match.group(2))
-    if not buckets:
+    return buckets
+
+
+def histogram_quantile(
+    before: dict[float, float], after: dict[float, float], fraction: float
+) -> tuple[float, int]:
+    """The ``fraction`` quantile (a bucket's upper bound) of what a histogram counted
+    between two scrapes, and how many samples that was."""
+    window = {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
+    total = window.get(math.inf, 0.0)
+    if total <= 0:
         return math.nan, 0
-    total = buckets[math.inf]
-    for bound in sorted(buckets):
-        if buckets[bound] >= fraction * total:
+    for bound in sorted(window):
+        if window[bound] >= fraction * total:
             return bound, int(total)
     return math.inf, int(total)
 
@@ -306,6 +349,7 @@ class LoadResult:
     server_metrics_before: str
     server_metrics_after: str
     server_cpu_s: float
+    postgres_cpu_s: float
     client_cpu_s: float
     machine_busy_s: float
     machine_total_s: float
@@ -329,11 +373,8 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
         stats, totals, stop = ActionStats(), Totals(), asyncio.Event()
         before = await metrics_text(http, base)
         db = await asyncpg.connect(url)
-        try:
-            window_start = await db.fetchval("SELECT now()")
-        finally:
-            await db.close()
-        cpu_before = group_cpu_s(server_group), time.process_time(), *machine_cpu_s()
+        window_start = await db.fetchval("SELECT now()")
+        cpu_before = await CpuSnapshot.take(server_group, db)
         clock = time.monotonic()
         profiler = start_profiler(args, server_group)
         slots = [
@@ -357,16 +398,16 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
                 break
             await asyncio.sleep(0.1)
         stop.set()
-        if profiler is not None:
-            profiler.wait()
-        cpu_after = group_cpu_s(server_group), time.process_time(), *machine_cpu_s()
-        window_s = time.monotonic() - clock
-        db = await asyncpg.connect(url)
         try:
             window_end = await db.fetchval("SELECT now()")
+            cpu_after = await CpuSnapshot.take(server_group, db)
+            window_s = time.monotonic() - clock
             accepted_client = sum(stats.by_type.values())
             latencies = list(stats.latencies_s)
             after = await metrics_text(http, base)
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)  # py-spy writes its output and exits
+                await asyncio.to_thread(profiler.wait)
             await asyncio.gather(*slots, return_exceptions=True)
             committed = await db.fetchval(
                 "SELECT count(*) FROM game.table_actions WHERE created_at >= $1 "
@@ -385,10 +426,11 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
         totals=totals,
         server_metrics_before=before,
         server_metrics_after=after,
-        server_cpu_s=cpu_after[0] - cpu_before[0],
-        client_cpu_s=cpu_after[1] - cpu_before[1],
-        machine_busy_s=cpu_after[2] - cpu_before[2],
-        machine_total_s=cpu_after[3] - cpu_before[3],
+        server_cpu_s=cpu_after.server - cpu_before.server,
+        postgres_cpu_s=cpu_after.postgres_since(cpu_before),
+        client_cpu_s=cpu_after.client - cpu_before.client,
+        machine_busy_s=cpu_after.machine_busy - cpu_before.machine_busy,
+        machine_total_s=cpu_after.machine_total - cpu_before.machine_total,
     )
 
 
@@ -411,11 +453,14 @@ def report_load(args: argparse.Namespace, result: LoadResult) -> float:
         f"max {max(ms, default=math.nan):.1f} ms"
     )
     name = "raiz_action_latency_seconds"
-    after = {q: histogram_quantile(result.server_metrics_after, name, q) for q in (0.5, 0.99)}
+    before = histogram_buckets(result.server_metrics_before, name)
+    buckets = histogram_buckets(result.server_metrics_after, name)
+    after = {q: histogram_quantile(before, buckets, q) for q in (0.5, 0.95, 0.99)}
     if after[0.5][1]:
         print(
-            f"  action latency (server, request to commit, bucket upper bounds, whole run): "
-            f"p50 ≤ {after[0.5][0] * 1000:g} ms, p99 ≤ {after[0.99][0] * 1000:g} ms "
+            f"  action latency (server, request to commit, histogram bucket bounds): "
+            f"p50 ≤ {after[0.5][0] * 1000:g} ms, p95 ≤ {after[0.95][0] * 1000:g} ms, "
+            f"p99 ≤ {after[0.99][0] * 1000:g} ms "
             f"({after[0.5][1]} actions)"
         )
     print(f"  actions by type: {dict(sorted(stats.by_type.items()))}")
@@ -429,10 +474,25 @@ def report_load(args: argparse.Namespace, result: LoadResult) -> float:
     cores = os.cpu_count() or 1
     print(
         f"  CPU over the window ({cores} cores = {cores * result.window_s:.0f} CPU-s): "
-        f"server {result.server_cpu_s:.1f} s, load client {result.client_cpu_s:.1f} s, "
-        f"whole machine busy {result.machine_busy_s:.1f} of {result.machine_total_s:.1f} s "
-        f"(PostgreSQL and other users' processes included)"
+        f"server {result.server_cpu_s:.1f} s, its PostgreSQL backends "
+        f"{result.postgres_cpu_s:.1f} s, load client {result.client_cpu_s:.1f} s; whole "
+        f"machine busy {result.machine_busy_s:.1f} of {result.machine_total_s:.1f} s "
+        f"(other users' processes included)"
     )
+    if result.committed:
+        per_action = {
+            "server": result.server_cpu_s,
+            "PostgreSQL": result.postgres_cpu_s,
+            "client": result.client_cpu_s,
+        }
+        total_ms = 1000 * sum(per_action.values()) / result.committed
+        print(
+            "  CPU per committed action (all it causes: the action, the 4 views pushed, "
+            "timers, presence): "
+            + ", ".join(f"{k} {1000 * v / result.committed:.1f} ms" for k, v in per_action.items())
+            + f"; total {total_ms:.1f} ms -> at most {1000 * cores / total_ms:,.0f} actions/s "
+            f"on {cores} otherwise idle cores"
+        )
     return rate
 
 
