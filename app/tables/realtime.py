@@ -50,23 +50,26 @@ async def table_socket(
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
 
-    async def refresh(send_view: bool) -> bool:
+    async def refresh(*, send_view: bool, touch: bool) -> bool:
+        """Re-read the table: record a seated player's presence (``touch``), send the
+        viewer's view (``send_view``). False when the table does not exist."""
         async with database.session() as session:
             table = await session.get(Table, table_id)
             if table is None:
                 return False
-            seated = await session.scalar(
-                Seat.__table__.select()
-                .with_only_columns(Seat.id)
-                .where(
-                    Seat.table_id == table_id,
-                    Seat.user_id == principal.user_id,
-                    Seat.left_at.is_(None),
+            if touch and table.status in ("open", "running"):
+                seated = await session.scalar(
+                    Seat.__table__.select()
+                    .with_only_columns(Seat.id)
+                    .where(
+                        Seat.table_id == table_id,
+                        Seat.user_id == principal.user_id,
+                        Seat.left_at.is_(None),
+                    )
                 )
-            )
-            if seated is not None and table.status in ("open", "running"):
-                await TableService(runtime.context(session)).touch(table_id, principal.user_id)
-                await session.commit()
+                if seated is not None:
+                    await TableService(runtime.context(session)).touch(table_id, principal.user_id)
+                    await session.commit()
             if send_view:
                 view = await table_view(session, table, principal.user_id)
                 await socket.send_json({"type": "view", "view": view})
@@ -74,7 +77,7 @@ async def table_socket(
 
     await socket.accept()
     async with channels.start_subscription([notify_channel(table_id)]) as subscriber:
-        if not await refresh(send_view=True):
+        if not await refresh(send_view=True, touch=True):
             await socket.close(code=NOT_FOUND_CLOSE_CODE, reason="table_not_found")
             return
 
@@ -82,13 +85,13 @@ async def table_socket(
             while True:
                 message = await socket.receive_json()
                 if isinstance(message, dict) and message.get("type") == "ping":
-                    await refresh(send_view=False)
+                    await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})
 
         async def keep_present() -> None:
             while True:
                 await anyio.sleep(PRESENCE_REFRESH_S)
-                await refresh(send_view=False)
+                await refresh(send_view=False, touch=True)
 
         changed = asyncio.Event()
 
@@ -97,11 +100,12 @@ async def table_socket(
                 changed.set()
 
         async def push() -> None:
-            # A burst of changes coalesces into one view of the newest state.
+            # A burst of changes coalesces into one view of the newest state. Presence is
+            # not written here (keep_present does it): a view is a read, not a sign of life.
             while True:
                 await changed.wait()
                 changed.clear()
-                await refresh(send_view=True)
+                await refresh(send_view=True, touch=False)
 
         with contextlib.suppress(WebSocketDisconnect):
             try:
