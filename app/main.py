@@ -47,7 +47,7 @@ from app.rng_api import (
 from app.tables.controllers import FeeRateController, TableController
 from app.tables.listener import ResilientPgListener
 from app.tables.metrics import count_tables_by_status
-from app.tables.realtime import table_socket
+from app.tables.realtime import PRESENCE_REFRESH_S, OpenSockets, table_socket
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
@@ -108,6 +108,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for kind, handler in table_deadline_handlers(table_runtime).items():
         runner.register(kind, handler)
     presence = PresenceSweeper(db, table_runtime)
+    open_sockets = OpenSockets(db)
 
     async def refresh_gauges() -> None:
         update_pool_gauges(db.engine, capacity)
@@ -127,6 +128,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("pool-gauges", refresh_gauges, POOL_GAUGE_INTERVAL_S),
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
+                ("socket-presence", open_sockets.refresh_presence, PRESENCE_REFRESH_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
             ],
             scheduler=scheduler,
@@ -220,5 +222,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.deadline_runner = runner
     app.state.rng_services = rng_services
     app.state.table_runtime = table_runtime
+    app.state.open_sockets = open_sockets
     document_error_responses(app)
     return app

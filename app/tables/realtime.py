@@ -4,13 +4,19 @@ Every change of a table ends with ``pg_notify`` inside its transaction, so a not
 is delivered (to every worker's listener) only once the change is committed.  A socket
 re-reads the table and sends the viewer's view: nothing hidden ever travels through
 NOTIFY, and bursts coalesce (only the newest state is sent).
+
+A seated player counts as present while their socket is open: on connect, on each ping,
+and every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
+sockets of a worker in one statement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -19,20 +25,74 @@ from litestar.channels import ChannelsPlugin
 from litestar.di import NamedDependency
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath
+from sqlalchemy import DateTime, literal, select, tuple_
+from sqlalchemy.dialects.postgresql import insert
 
 from app.accounts.auth import principal_of
 from app.db import Database
+from app.db.base import utcnow
 from app.tables.driver import notify_channel
-from app.tables.models import Seat, Table
+from app.tables.models import Presence, Seat, Table
 from app.tables.runtime import TableRuntime
 from app.tables.service import TableService
 from app.tables.views import table_view
 
-__all__ = ("PRESENCE_REFRESH_S", "table_socket")
+__all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "table_socket")
 
 PRESENCE_REFRESH_S = 5.0
 """An open socket refreshes its player's presence this often."""
 NOT_FOUND_CLOSE_CODE = 4404
+
+
+class OpenSockets:
+    """The (table, user) pairs with a table socket open in this worker process.
+
+    ``refresh_presence`` (a scheduler job every ``PRESENCE_REFRESH_S``) marks all of them
+    present in one statement, instead of one transaction per socket.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._open: collections.Counter[tuple[uuid.UUID, uuid.UUID]] = collections.Counter()
+
+    @contextlib.contextmanager
+    def opened(self, table_id: uuid.UUID, user_id: uuid.UUID) -> Iterator[None]:
+        """Count a socket of ``user_id`` on ``table_id`` as open for the block."""
+        key = (table_id, user_id)
+        self._open[key] += 1
+        try:
+            yield
+        finally:
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
+
+    async def refresh_presence(self) -> None:
+        """Mark present now every seated player of an open or running table whose socket is
+        open here (others, e.g. spectators, are skipped)."""
+        pairs = sorted(self._open)
+        if not pairs:
+            return
+        now = utcnow()
+        seated = (
+            select(Seat.table_id, Seat.user_id, literal(now, DateTime(timezone=True)))
+            .join(Table, Table.id == Seat.table_id)
+            .where(
+                tuple_(Seat.table_id, Seat.user_id).in_(pairs),
+                Seat.left_at.is_(None),
+                Table.status.in_(("open", "running")),
+            )
+            .order_by(Seat.table_id, Seat.user_id)  # one lock order for every worker
+        )
+        statement = insert(Presence).from_select(["table_id", "user_id", "last_seen_at"], seated)
+        async with self._database.session() as session:
+            await session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[Presence.table_id, Presence.user_id],
+                    set_={"last_seen_at": statement.excluded.last_seen_at},
+                )
+            )
+            await session.commit()
 
 
 @websocket("/tables/{table_id:uuid}/ws", name="tableSocket")
@@ -49,6 +109,7 @@ async def table_socket(
     principal = principal_of(socket)
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
+    open_sockets: OpenSockets = socket.app.state.open_sockets
 
     async def refresh(*, send_view: bool, touch: bool) -> bool:
         """Re-read the table: record a seated player's presence (``touch``), send the
@@ -88,11 +149,6 @@ async def table_socket(
                     await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})
 
-        async def keep_present() -> None:
-            while True:
-                await anyio.sleep(PRESENCE_REFRESH_S)
-                await refresh(send_view=False, touch=True)
-
         changed = asyncio.Event()
 
         async def listen() -> None:
@@ -101,18 +157,20 @@ async def table_socket(
 
         async def push() -> None:
             # A burst of changes coalesces into one view of the newest state. Presence is
-            # not written here (keep_present does it): a view is a read, not a sign of life.
+            # not written here (``OpenSockets`` does): a view is a read, not a sign of life.
             while True:
                 await changed.wait()
                 changed.clear()
                 await refresh(send_view=True, touch=False)
 
-        with contextlib.suppress(WebSocketDisconnect):
+        with (
+            contextlib.suppress(WebSocketDisconnect),
+            open_sockets.opened(table_id, principal.user_id),
+        ):
             try:
                 async with anyio.create_task_group() as group:
                     group.start_soon(listen)
                     group.start_soon(push)
-                    group.start_soon(keep_present)
                     await receive()
             except BaseExceptionGroup as group_error:
                 # The client went away: the task group wraps its disconnect.
