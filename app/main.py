@@ -47,7 +47,12 @@ from app.rng_api import (
 from app.tables.controllers import FeeRateController, TableController
 from app.tables.listener import ResilientPgListener
 from app.tables.metrics import count_tables_by_status
-from app.tables.realtime import PRESENCE_REFRESH_S, OpenSockets, table_socket
+from app.tables.realtime import (
+    PRESENCE_REFRESH_S,
+    OpenSockets,
+    SharedTableReads,
+    table_socket,
+)
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
@@ -223,5 +228,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.rng_services = rng_services
     app.state.table_runtime = table_runtime
     app.state.open_sockets = open_sockets
+    app.state.shared_table_reads = SharedTableReads(db)
     document_error_responses(app)
     return app

@@ -5,6 +5,9 @@ is delivered (to every worker's listener) only once the change is committed.  A 
 re-reads the table and sends the viewer's view: nothing hidden ever travels through
 NOTIFY, and bursts coalesce (only the newest state is sent).
 
+The sockets of one worker that wake up for the same change share one read of the table
+(:class:`SharedTableReads`); each renders its own viewer's view from it.
+
 A seated player counts as present while their socket is open: on connect, on each ping,
 and every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
 sockets of a worker in one statement.
@@ -15,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -35,9 +40,9 @@ from app.tables.driver import notify_channel
 from app.tables.models import Presence, Seat, Table
 from app.tables.runtime import TableRuntime
 from app.tables.service import TableService
-from app.tables.views import table_view
+from app.tables.views import TableSnapshot, read_table, render_view, table_view
 
-__all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "table_socket")
+__all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "SharedTableReads", "table_socket")
 
 PRESENCE_REFRESH_S = 5.0
 """An open socket refreshes its player's presence this often."""
@@ -95,6 +100,44 @@ class OpenSockets:
             await session.commit()
 
 
+class SharedTableReads:
+    """One read of a table for all the sockets of this worker that need it at once.
+
+    A socket woken by a notification at time ``t`` joins a read started at or after ``t``
+    (so it sees the committed change: NOTIFY is delivered only after the commit), or starts
+    one. A read is forgotten when it completes.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._reads: dict[uuid.UUID, tuple[float, asyncio.Task[TableSnapshot | None]]] = {}
+
+    async def snapshot(self, table_id: uuid.UUID, not_before: float) -> TableSnapshot | None:
+        """The table as read at or after ``not_before`` (``time.monotonic()``); ``None``
+        when it does not exist."""
+        read = self._reads.get(table_id)
+        if read is None or read[0] < not_before:
+            read = (time.monotonic(), asyncio.ensure_future(self._read(table_id)))
+            self._reads[table_id] = read
+            read[1].add_done_callback(functools.partial(self._forget, table_id, read))
+        # shielded: a socket that goes away must not cancel the others' read
+        return await asyncio.shield(read[1])
+
+    def _forget(
+        self,
+        table_id: uuid.UUID,
+        read: tuple[float, asyncio.Task[TableSnapshot | None]],
+        _: asyncio.Task[TableSnapshot | None],
+    ) -> None:
+        if self._reads.get(table_id) is read:
+            del self._reads[table_id]
+
+    async def _read(self, table_id: uuid.UUID) -> TableSnapshot | None:
+        async with self._database.session() as session:
+            table = await session.get(Table, table_id)
+            return None if table is None else await read_table(session, table)
+
+
 @websocket("/tables/{table_id:uuid}/ws", name="tableSocket")
 async def table_socket(
     socket: WebSocket[Any, Any, Any],
@@ -110,6 +153,7 @@ async def table_socket(
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
     open_sockets: OpenSockets = socket.app.state.open_sockets
+    shared_reads: SharedTableReads = socket.app.state.shared_table_reads
 
     async def refresh(*, send_view: bool, touch: bool) -> bool:
         """Re-read the table: record a seated player's presence (``touch``), send the
@@ -150,9 +194,12 @@ async def table_socket(
                     await socket.send_json({"type": "pong"})
 
         changed = asyncio.Event()
+        notified_at = 0.0
 
         async def listen() -> None:
+            nonlocal notified_at
             async for _ in subscriber.iter_events():
+                notified_at = time.monotonic()
                 changed.set()
 
         async def push() -> None:
@@ -161,7 +208,10 @@ async def table_socket(
             while True:
                 await changed.wait()
                 changed.clear()
-                await refresh(send_view=True, touch=False)
+                snapshot = await shared_reads.snapshot(table_id, notified_at)
+                if snapshot is not None:
+                    view = render_view(snapshot, principal.user_id)
+                    await socket.send_json({"type": "view", "view": view})
 
         with (
             contextlib.suppress(WebSocketDisconnect),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, select
@@ -15,7 +17,7 @@ from app.tables.service import net_prize_cents
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ("table_summary", "table_view")
+__all__ = ("TableSnapshot", "read_table", "render_view", "table_summary", "table_view")
 
 # Built once (a view is rendered for every socket after every change): only the columns a
 # view shows, so no ORM objects and no round snapshot are loaded, and no statement is
@@ -62,11 +64,41 @@ def table_summary(table: Table, seated: int) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class TableSnapshot:
+    """What any view of a table shows, read once: the table, its seats, its round."""
+
+    table: Table
+    seats: Sequence[Any]
+    """Occupied seats in chair order (rows: position, engine_seat, user_id, username)."""
+    current_round: Any
+    """The round in play (a row: number, id, rng_round_id, commitment, rng_version), or
+    ``None`` before the first round."""
+
+
+async def read_table(session: AsyncSession, table: Table) -> TableSnapshot:
+    """Everything :func:`render_view` needs besides ``table`` (two queries)."""
+    seats = (await session.execute(_SEATS, {"table_id": table.id})).all()
+    current = None
+    if table.round_number:
+        current = (
+            await session.execute(
+                _CURRENT_ROUND, {"table_id": table.id, "number": table.round_number}
+            )
+        ).first()
+    return TableSnapshot(table, seats, current)
+
+
 async def table_view(
     session: AsyncSession, table: Table, viewer_id: uuid.UUID | None
 ) -> dict[str, Any]:
     """The table as ``viewer_id`` may see it: their own hand if they play, public otherwise."""
-    rows = (await session.execute(_SEATS, {"table_id": table.id})).all()
+    return render_view(await read_table(session, table), viewer_id)
+
+
+def render_view(snapshot: TableSnapshot, viewer_id: uuid.UUID | None) -> dict[str, Any]:
+    """The view of ``snapshot`` for ``viewer_id`` (pure: one snapshot serves every viewer)."""
+    table, rows = snapshot.table, snapshot.seats
     seats = [
         {
             "position": row.position,
@@ -106,18 +138,13 @@ async def table_view(
         )
         events = [spec.event_from_dict(event) for event in table.last_events or []]
         view["events"] = spec.visible_events(events, viewer_seat)
-    if table.round_number:
-        current = (
-            await session.execute(
-                _CURRENT_ROUND, {"table_id": table.id, "number": table.round_number}
-            )
-        ).first()
-        if current is not None:
-            view["round"] = {
-                "number": current.number,
-                "id": str(current.id),
-                "rng_round_id": str(current.rng_round_id),
-                "commitment": current.commitment,
-                "rng_version": current.rng_version,
-            }
+    current = snapshot.current_round
+    if current is not None:
+        view["round"] = {
+            "number": current.number,
+            "id": str(current.id),
+            "rng_round_id": str(current.rng_round_id),
+            "commitment": current.commitment,
+            "rng_version": current.rng_version,
+        }
     return view
