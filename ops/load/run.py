@@ -227,24 +227,35 @@ async def make_players(http: httpx.AsyncClient, base: str, total: int) -> list[P
 
 
 # --- the tables -----------------------------------------------------------------------------
-async def run_slot(  # noqa: PLR0917
-    http: httpx.AsyncClient,
-    base: str,
-    players: list[Player],
-    options: dict[str, int],
-    stats: ActionStats,
-    totals: Totals,
-    stop: asyncio.Event,
-    match_timeout_s: float,
-) -> None:
-    """Open a table, seat the players, play the match; again until ``stop``."""
+@dataclass(slots=True)
+class Run:
+    """What every table slot shares."""
+
+    http: httpx.AsyncClient
+    base: str
+    options: dict[str, int]
+    match_timeout_s: float
+    stats: ActionStats = field(default_factory=ActionStats)
+    totals: Totals = field(default_factory=Totals)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def run_slot(run: Run, players: list[Player], delay_s: float) -> None:
+    """After ``delay_s``, open a table, seat the players, play the match; again until
+    ``stop``."""
+    http, base, stats, totals, stop = run.http, run.base, run.stats, run.totals, run.stop
+    await asyncio.sleep(delay_s)
     creator = players[0]
     round_number = 0
     while not stop.is_set():
         table = await checked(
             http.post(
                 f"{base}/tables",
-                json={"seat_count": len(players), "entry_cents": ENTRY_CENTS, "options": options},
+                json={
+                    "seat_count": len(players),
+                    "entry_cents": ENTRY_CENTS,
+                    "options": run.options,
+                },
                 headers=creator.headers,
             ),
             201,
@@ -268,7 +279,7 @@ async def run_slot(  # noqa: PLR0917
         ]
         round_number += len(players)
         playing = asyncio.ensure_future(
-            asyncio.gather(*(bot.play(timeout_s=match_timeout_s) for bot in bots))
+            asyncio.gather(*(bot.play(timeout_s=run.match_timeout_s) for bot in bots))
         )
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({playing, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -326,12 +337,16 @@ async def metrics_text(http: httpx.AsyncClient, base: str) -> str:
 
 
 def start_profiler(args: argparse.Namespace, server: int) -> subprocess.Popen[bytes] | None:
-    """``py-spy record`` of the server and its workers for the load window, if asked."""
+    """``py-spy record`` of the server and its workers for the load window, if asked.
+
+    Only samples holding the GIL count (``--gil``): on a saturated machine a thread that is
+    runnable but waiting for a core would otherwise show up as busy in whatever it was
+    doing last (mostly socket writes)."""
     if args.py_spy is None:
         return None
     binary = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     command = [
-        binary, "record", "--pid", str(server), "--subprocesses", "--nonblocking",
+        binary, "record", "--pid", str(server), "--subprocesses", "--nonblocking", "--gil",
         "--rate", "100", "--duration", str(max(1, int(args.duration) - 1)),
         "--format", "raw", "--output", str(args.py_spy),
     ]  # fmt: skip
@@ -364,47 +379,53 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
             f"  {len(players)} players signed up, logged in and funded in "
             f"{time.monotonic() - started:.1f} s"
         )
-        options = {
-            "lives": args.lives,
-            "decision_timeout_ms": args.turn_timeout_ms,
-            "turn_timeout_ms": args.turn_timeout_ms,
-            "claim_window_ms": args.claim_window_ms,
-        }
-        stats, totals, stop = ActionStats(), Totals(), asyncio.Event()
-        before = await metrics_text(http, base)
+        run = Run(
+            http,
+            base,
+            {
+                "lives": args.lives,
+                "decision_timeout_ms": args.turn_timeout_ms,
+                "turn_timeout_ms": args.turn_timeout_ms,
+                "claim_window_ms": args.claim_window_ms,
+            },
+            args.match_timeout_s,
+        )
+        stats = run.stats
         db = await asyncpg.connect(url)
-        window_start = await db.fetchval("SELECT now()")
-        cpu_before = await CpuSnapshot.take(server_group, db)
-        clock = time.monotonic()
-        profiler = start_profiler(args, server_group)
-        slots = [
-            asyncio.ensure_future(
-                run_slot(
-                    http,
-                    base,
-                    players[4 * i : 4 * i + 4],
-                    options,
-                    stats,
-                    totals,
-                    stop,
-                    args.match_timeout_s,
-                )
-            )
-            for i in range(args.tables)
-        ]
-        while time.monotonic() - clock < args.duration:
-            accepted = sum(stats.by_type.values())
-            if args.max_actions and accepted >= args.max_actions:
-                break
-            await asyncio.sleep(0.1)
-        stop.set()
         try:
+            idle = await CpuSnapshot.take(server_group, db)
+            await asyncio.sleep(args.idle_s)
+            idle_cpu_s = (await CpuSnapshot.take(server_group, db)).server - idle.server
+            print(
+                f"  server idle (no table, no socket): {100 * idle_cpu_s / args.idle_s:.0f}% of "
+                f"a core over {args.idle_s:g} s (deadline sweeps, gauges)"
+            )
+            slots = [
+                asyncio.ensure_future(
+                    run_slot(run, players[4 * i : 4 * i + 4], args.ramp_s * i / args.tables)
+                )
+                for i in range(args.tables)
+            ]
+            await asyncio.sleep(args.ramp_s)
+            print(f"  {args.tables} table slots started over {args.ramp_s:g} s; measuring")
+            before = await metrics_text(http, base)
+            window_start = await db.fetchval("SELECT now()")
+            cpu_before = await CpuSnapshot.take(server_group, db)
+            first_latency = len(stats.latencies_s)
+            accepted_at_start = sum(stats.by_type.values())
+            clock = time.monotonic()
+            profiler = start_profiler(args, server_group)
+            while time.monotonic() - clock < args.duration:
+                if args.max_actions and sum(stats.by_type.values()) >= args.max_actions:
+                    break
+                await asyncio.sleep(0.1)
             window_end = await db.fetchval("SELECT now()")
             cpu_after = await CpuSnapshot.take(server_group, db)
             window_s = time.monotonic() - clock
-            accepted_client = sum(stats.by_type.values())
-            latencies = list(stats.latencies_s)
+            accepted_client = sum(stats.by_type.values()) - accepted_at_start
+            latencies = stats.latencies_s[first_latency:]
             after = await metrics_text(http, base)
+            run.stop.set()
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)  # py-spy writes its output and exits
                 await asyncio.to_thread(profiler.wait)
@@ -417,6 +438,7 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
             )
         finally:
             await db.close()
+    totals = run.totals
     return LoadResult(
         accepted_client=accepted_client,
         committed=int(committed),
@@ -463,10 +485,10 @@ def report_load(args: argparse.Namespace, result: LoadResult) -> float:
             f"p99 ≤ {after[0.99][0] * 1000:g} ms "
             f"({after[0.5][1]} actions)"
         )
-    print(f"  actions by type: {dict(sorted(stats.by_type.items()))}")
+    print(f"  actions by type (whole run): {dict(sorted(stats.by_type.items()))}")
     print(f"  matches finished: {totals.matches_finished}, tables created: {totals.tables_created}")
     errors = {**stats.failures, **{f"setup {k}": v for k, v in totals.setup_failures.items()}}
-    print(f"  errors: {sum(errors.values())} {dict(sorted(errors.items()))}")
+    print(f"  errors (whole run): {sum(errors.values())} {dict(sorted(errors.items()))}")
     print(
         f"  refusals (409/422, the table moved on): {stats.refused} "
         f"{dict(sorted(stats.refusals.items()))}; reconnects {stats.reconnects}"
@@ -532,8 +554,18 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--tables", type=int, default=100, help="concurrent tables (4 bots each)")
     parser.add_argument("--workers", type=int, default=2, help="raiz serve worker processes")
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
-    parser.add_argument("--max-actions", type=int, default=0, help="stop after N (0: no limit)")
+    parser.add_argument(
+        "--duration", type=float, default=60.0, help="seconds measured (after the ramp)"
+    )
+    parser.add_argument(
+        "--ramp-s", type=float, default=10.0, help="the table slots start spread over this"
+    )
+    parser.add_argument(
+        "--idle-s", type=float, default=3.0, help="server CPU measured idle first, this long"
+    )
+    parser.add_argument(
+        "--max-actions", type=int, default=0, help="stop after N accepted (0: no limit)"
+    )
     parser.add_argument("--lives", type=int, default=2, help="lives per player (match length)")
     parser.add_argument("--turn-timeout-ms", type=int, default=10_000)
     parser.add_argument("--claim-window-ms", type=int, default=50)
@@ -551,6 +583,13 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         default=None,
         help="profile the server over the window with py-spy (collapsed stacks to this file)",
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=ROOT,
+        help="serve the app from this checkout (e.g. an older commit's `git archive`, for "
+        "before/after figures; the bots always come from this one)",
     )
     parser.add_argument("--server-log", type=Path, default=None, help="append the server's log")
     return parser.parse_args()
@@ -584,7 +623,7 @@ def main() -> None:
         },
         workers=args.workers,
         log_path=args.server_log,
-        cwd=ROOT,
+        cwd=args.source,
     )
     rate = math.nan
     try:
