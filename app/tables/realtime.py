@@ -127,10 +127,13 @@ class SharedTableReads:
         self,
         table_id: uuid.UUID,
         read: tuple[float, asyncio.Task[TableSnapshot | None]],
-        _: asyncio.Task[TableSnapshot | None],
+        task: asyncio.Task[TableSnapshot | None],
     ) -> None:
         if self._reads.get(table_id) is read:
             del self._reads[table_id]
+        if not task.cancelled():
+            # every socket awaiting the read gets its error; none may be left to await it
+            task.exception()
 
     async def _read(self, table_id: uuid.UUID) -> TableSnapshot | None:
         async with self._database.session() as session:
