@@ -15,15 +15,18 @@ Not a test: it prints figures.  It creates two scratch databases on the server n
    window is short, and bots never counted absent (``RAIZ_PRESENCE_GRACE_S``).
 2. An operator (created in the database, as ``raiz users create`` does) and ``4 x tables``
    players (``POST /auth/signup``, ``/auth/login``), each funded by an operator deposit.
-3. Every table slot loops until the run ends: a player creates a ``cacheta-raiz`` entry
-   table with 4 seats, the four take their seats (paying the entry), and four
-   ``RemoteBotPlayer`` play the match over HTTP (moves) and WebSocket (views); then the
-   slot opens its next table.  The run ends after ``--duration`` seconds or once
-   ``--max-actions`` actions were accepted; matches still going are abandoned.
+3. The server's CPU while idle (``--idle-s``), then the table slots start, spread over
+   ``--ramp-s`` (not measured).  Every slot loops until the run ends: a player creates a
+   ``cacheta-raiz`` entry table with 4 seats, the four take their seats (paying the
+   entry), and four ``RemoteBotPlayer`` play the match over HTTP (moves) and WebSocket
+   (views); then the slot opens its next table.  The window ends after ``--duration``
+   seconds or once ``--max-actions`` actions were accepted; matches still going are
+   abandoned.
 4. Figures: durable actions/s (player actions committed in the window, counted in
    ``game.table_actions``), client-measured action latency p50/p95/p99, the server's own
    histogram (``raiz_action_latency_seconds``), errors and refusals by code, and the CPU
-   seconds the server, the load client and the whole machine spent.
+   seconds the server, its PostgreSQL backends, the load client and the whole machine
+   spent (per committed action too).  ``--py-spy FILE`` profiles the server meanwhile.
 5. The server stops; ``pgbench -i -s <scale>`` then ``pgbench -c -j -T`` (built-in TPC-B)
    on a scratch database of the same PostgreSQL; TPS and the ratio actions/s ÷ TPS.
 """
