@@ -48,7 +48,12 @@ from app.rng_api import (
 from app.tables.controllers import FeeRateController, TableController
 from app.tables.listener import ResilientPgListener
 from app.tables.metrics import count_tables_by_status
-from app.tables.realtime import table_socket
+from app.tables.realtime import (
+    PRESENCE_REFRESH_S,
+    OpenSockets,
+    SharedTableReads,
+    table_socket,
+)
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
@@ -111,6 +116,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for kind, handler in table_deadline_handlers(table_runtime).items():
         runner.register(kind, handler)
     presence = PresenceSweeper(db, table_runtime)
+    open_sockets = OpenSockets(db)
 
     async def refresh_gauges() -> None:
         update_pool_gauges(db.engine, capacity)
@@ -131,6 +137,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("pool-gauges", refresh_gauges, POOL_GAUGE_INTERVAL_S),
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
+                ("socket-presence", open_sockets.refresh_presence, PRESENCE_REFRESH_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
                 ("audit", audit.run, settings.audit_interval_s),
             ],
@@ -225,5 +232,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.deadline_runner = runner
     app.state.rng_services = rng_services
     app.state.table_runtime = table_runtime
+    app.state.open_sockets = open_sockets
+    app.state.shared_table_reads = SharedTableReads(db)
     document_error_responses(app)
     return app

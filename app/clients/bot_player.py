@@ -54,6 +54,8 @@ class ActionStats:
     by_type: dict[str, int] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
     """Refusals by error code (the table moved on before the move arrived, mostly)."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Errors by cause: the exception's class for a network error, else the error code."""
     reconnects: int = 0
 
 
@@ -190,23 +192,29 @@ class RemoteBotPlayer:
                     json={"action_id": action_id, "action": action},
                     headers={"Authorization": f"Bearer {self._token}"},
                 )
-            except httpx.TransportError:
+            except httpx.TransportError as error:
                 self.stats.errors += 1
+                _count(self.stats.failures, type(error).__name__)
                 continue
             if response.status_code == 200:
                 self.stats.latencies_s.append(time.perf_counter() - started)
                 self.stats.by_type[action["type"]] = self.stats.by_type.get(action["type"], 0) + 1
             elif response.status_code in (409, 422):
                 self.stats.refused += 1
-                code = _error_code(response)
-                self.stats.refusals[code] = self.stats.refusals.get(code, 0) + 1
+                _count(self.stats.refusals, _error_code(response))
             elif response.status_code >= 500 and attempt < len(RETRY_DELAYS_S):
                 self.stats.errors += 1
+                _count(self.stats.failures, _error_code(response))
                 continue
             else:
                 self.stats.errors += 1
+                _count(self.stats.failures, _error_code(response))
             return response
         return None
+
+
+def _count(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
 
 
 def _error_code(response: httpx.Response) -> str:

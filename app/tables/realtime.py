@@ -4,13 +4,24 @@ Every change of a table ends with ``pg_notify`` inside its transaction, so a not
 is delivered (to every worker's listener) only once the change is committed.  A socket
 re-reads the table and sends the viewer's view: nothing hidden ever travels through
 NOTIFY, and bursts coalesce (only the newest state is sent).
+
+The sockets of one worker that wake up for the same change share one read of the table
+(:class:`SharedTableReads`); each renders its own viewer's view from it.
+
+A seated player counts as present while their socket is open: on connect, on each ping,
+and every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
+sockets of a worker in one statement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -19,20 +30,115 @@ from litestar.channels import ChannelsPlugin
 from litestar.di import NamedDependency
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath
+from sqlalchemy import DateTime, literal, select, tuple_
+from sqlalchemy.dialects.postgresql import insert
 
 from app.accounts.auth import principal_of
 from app.db import Database
+from app.db.base import utcnow
 from app.tables.driver import notify_channel
-from app.tables.models import Seat, Table
+from app.tables.models import Presence, Seat, Table
 from app.tables.runtime import TableRuntime
 from app.tables.service import TableService
-from app.tables.views import table_view
+from app.tables.views import TableSnapshot, read_table, render_view, table_view
 
-__all__ = ("PRESENCE_REFRESH_S", "table_socket")
+__all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "SharedTableReads", "table_socket")
 
 PRESENCE_REFRESH_S = 5.0
 """An open socket refreshes its player's presence this often."""
 NOT_FOUND_CLOSE_CODE = 4404
+
+
+class OpenSockets:
+    """The (table, user) pairs with a table socket open in this worker process.
+
+    ``refresh_presence`` (a scheduler job every ``PRESENCE_REFRESH_S``) marks all of them
+    present in one statement, instead of one transaction per socket.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._open: collections.Counter[tuple[uuid.UUID, uuid.UUID]] = collections.Counter()
+
+    @contextlib.contextmanager
+    def opened(self, table_id: uuid.UUID, user_id: uuid.UUID) -> Iterator[None]:
+        """Count a socket of ``user_id`` on ``table_id`` as open for the block."""
+        key = (table_id, user_id)
+        self._open[key] += 1
+        try:
+            yield
+        finally:
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
+
+    async def refresh_presence(self) -> None:
+        """Mark present now every seated player of an open or running table whose socket is
+        open here (others, e.g. spectators, are skipped)."""
+        pairs = sorted(self._open)
+        if not pairs:
+            return
+        now = utcnow()
+        seated = (
+            select(Seat.table_id, Seat.user_id, literal(now, DateTime(timezone=True)))
+            .join(Table, Table.id == Seat.table_id)
+            .where(
+                tuple_(Seat.table_id, Seat.user_id).in_(pairs),
+                Seat.left_at.is_(None),
+                Table.status.in_(("open", "running")),
+            )
+            .order_by(Seat.table_id, Seat.user_id)  # one lock order for every worker
+        )
+        statement = insert(Presence).from_select(["table_id", "user_id", "last_seen_at"], seated)
+        async with self._database.session() as session:
+            await session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[Presence.table_id, Presence.user_id],
+                    set_={"last_seen_at": statement.excluded.last_seen_at},
+                )
+            )
+            await session.commit()
+
+
+class SharedTableReads:
+    """One read of a table for all the sockets of this worker that need it at once.
+
+    A socket woken by a notification at time ``t`` joins a read started at or after ``t``
+    (so it sees the committed change: NOTIFY is delivered only after the commit), or starts
+    one. A read is forgotten when it completes.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._reads: dict[uuid.UUID, tuple[float, asyncio.Task[TableSnapshot | None]]] = {}
+
+    async def snapshot(self, table_id: uuid.UUID, not_before: float) -> TableSnapshot | None:
+        """The table as read at or after ``not_before`` (``time.monotonic()``); ``None``
+        when it does not exist."""
+        read = self._reads.get(table_id)
+        if read is None or read[0] < not_before:
+            read = (time.monotonic(), asyncio.ensure_future(self._read(table_id)))
+            self._reads[table_id] = read
+            read[1].add_done_callback(functools.partial(self._forget, table_id, read))
+        # shielded: a socket that goes away must not cancel the others' read
+        return await asyncio.shield(read[1])
+
+    def _forget(
+        self,
+        table_id: uuid.UUID,
+        read: tuple[float, asyncio.Task[TableSnapshot | None]],
+        task: asyncio.Task[TableSnapshot | None],
+    ) -> None:
+        if self._reads.get(table_id) is read:
+            del self._reads[table_id]
+        if not task.cancelled():
+            # every socket awaiting the read gets its error; none may be left to await it
+            task.exception()
+
+    async def _read(self, table_id: uuid.UUID) -> TableSnapshot | None:
+        async with self._database.session() as session:
+            table = await session.get(Table, table_id)
+            return None if table is None else await read_table(session, table)
 
 
 @websocket("/tables/{table_id:uuid}/ws", name="tableSocket")
@@ -49,24 +155,29 @@ async def table_socket(
     principal = principal_of(socket)
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
+    open_sockets: OpenSockets = socket.app.state.open_sockets
+    shared_reads: SharedTableReads = socket.app.state.shared_table_reads
 
-    async def refresh(send_view: bool) -> bool:
+    async def refresh(*, send_view: bool, touch: bool) -> bool:
+        """Re-read the table: record a seated player's presence (``touch``), send the
+        viewer's view (``send_view``). False when the table does not exist."""
         async with database.session() as session:
             table = await session.get(Table, table_id)
             if table is None:
                 return False
-            seated = await session.scalar(
-                Seat.__table__.select()
-                .with_only_columns(Seat.id)
-                .where(
-                    Seat.table_id == table_id,
-                    Seat.user_id == principal.user_id,
-                    Seat.left_at.is_(None),
+            if touch and table.status in ("open", "running"):
+                seated = await session.scalar(
+                    Seat.__table__.select()
+                    .with_only_columns(Seat.id)
+                    .where(
+                        Seat.table_id == table_id,
+                        Seat.user_id == principal.user_id,
+                        Seat.left_at.is_(None),
+                    )
                 )
-            )
-            if seated is not None and table.status in ("open", "running"):
-                await TableService(runtime.context(session)).touch(table_id, principal.user_id)
-                await session.commit()
+                if seated is not None:
+                    await TableService(runtime.context(session)).touch(table_id, principal.user_id)
+                    await session.commit()
             if send_view:
                 view = await table_view(session, table, principal.user_id)
                 await socket.send_json({"type": "view", "view": view})
@@ -74,7 +185,7 @@ async def table_socket(
 
     await socket.accept()
     async with channels.start_subscription([notify_channel(table_id)]) as subscriber:
-        if not await refresh(send_view=True):
+        if not await refresh(send_view=True, touch=True):
             await socket.close(code=NOT_FOUND_CLOSE_CODE, reason="table_not_found")
             return
 
@@ -82,33 +193,37 @@ async def table_socket(
             while True:
                 message = await socket.receive_json()
                 if isinstance(message, dict) and message.get("type") == "ping":
-                    await refresh(send_view=False)
+                    await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})
 
-        async def keep_present() -> None:
-            while True:
-                await anyio.sleep(PRESENCE_REFRESH_S)
-                await refresh(send_view=False)
-
         changed = asyncio.Event()
+        notified_at = 0.0
 
         async def listen() -> None:
+            nonlocal notified_at
             async for _ in subscriber.iter_events():
+                notified_at = time.monotonic()
                 changed.set()
 
         async def push() -> None:
-            # A burst of changes coalesces into one view of the newest state.
+            # A burst of changes coalesces into one view of the newest state. Presence is
+            # not written here (``OpenSockets`` does): a view is a read, not a sign of life.
             while True:
                 await changed.wait()
                 changed.clear()
-                await refresh(send_view=True)
+                snapshot = await shared_reads.snapshot(table_id, notified_at)
+                if snapshot is not None:
+                    view = render_view(snapshot, principal.user_id)
+                    await socket.send_json({"type": "view", "view": view})
 
-        with contextlib.suppress(WebSocketDisconnect):
+        with (
+            contextlib.suppress(WebSocketDisconnect),
+            open_sockets.opened(table_id, principal.user_id),
+        ):
             try:
                 async with anyio.create_task_group() as group:
                     group.start_soon(listen)
                     group.start_soon(push)
-                    group.start_soon(keep_present)
                     await receive()
             except BaseExceptionGroup as group_error:
                 # The client went away: the task group wraps its disconnect.

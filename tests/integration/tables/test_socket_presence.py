@@ -1,0 +1,52 @@
+"""Open table sockets keep their seated players present: one statement per worker refreshes
+every (table, user) pair with a socket open, and nobody else."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+
+from app.db import Database
+from app.tables.realtime import OpenSockets
+from tests.integration.tables.scenario import sql, start_game
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_open_sockets_refresh_the_presence_of_their_seated_players_only(client, settings):
+    game = await start_game(client, settings, players=4)
+    table_id = uuid.UUID(game.id)
+    await sql(
+        settings,
+        "UPDATE game.presence SET last_seen_at = now() - interval '1 hour' WHERE table_id = :t",
+        t=table_id,
+    )
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    sockets = OpenSockets(database)
+    stranger = uuid.uuid4()  # a spectator: not seated, gets no presence row
+    try:
+        with (
+            sockets.opened(table_id, uuid.UUID(game.user(0))),
+            sockets.opened(table_id, uuid.UUID(game.user(1))),
+            sockets.opened(table_id, uuid.UUID(game.user(1))),  # two sockets, one player
+            sockets.opened(table_id, stranger),
+        ):
+            before = dt.datetime.now(dt.UTC)
+            await sockets.refresh_presence()
+        await sockets.refresh_presence()  # every socket closed: nothing to do
+    finally:
+        await database.dispose()
+    rows = await sql(
+        settings,
+        "SELECT user_id, last_seen_at FROM game.presence WHERE table_id = :t",
+        t=table_id,
+    )
+    seen = {str(user_id): last_seen_at for user_id, last_seen_at in rows}
+    assert str(stranger) not in seen
+    assert len(seen) == 4
+    for seat in range(4):
+        fresh = seen[game.user(seat)] >= before - dt.timedelta(seconds=1)
+        assert fresh == (seat in (0, 1)), (seat, seen[game.user(seat)], before)
