@@ -1,8 +1,10 @@
 """The error contract of the API: every refused request gets ``{code, message, details}``.
 
 Services raise :class:`AppError` (or a subclass) with a machine-readable ``code``; the
-handlers below turn it, and every framework error, into a 4xx JSON body.  Anything else
-is a bug: it is logged with its request id and answered with a bare 500.
+handlers below turn it, and every framework error, into a 4xx JSON body.  A worker whose
+database pool stays exhausted past ``RAIZ_DB_POOL_TIMEOUT_S`` answers 503 ``service_busy``
+with ``Retry-After`` (nothing was done; the client retries).  Anything else is a bug: it is
+logged with its request id and answered with a bare 500.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from litestar.exceptions import (
     ValidationException,
 )
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 if TYPE_CHECKING:
-    from litestar.types import ExceptionHandlersMap
+    from litestar.types import ExceptionHandlersMap, Receive, Scope, Send
 
 __all__ = (
     "AppError",
@@ -161,9 +164,40 @@ def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, A
     return _respond(status, error_body(code, exc.detail), exc.headers)
 
 
+BUSY_RETRY_AFTER_S = 1
+"""``Retry-After`` of a 503 ``service_busy``."""
+
+
+def _busy(request: Request[Any, Any, Any], exc: PoolTimeoutError) -> Response[dict[str, Any]]:
+    logger.warning("service_busy", path=request.url.path, reason="database pool exhausted")
+    return _respond(
+        503,
+        error_body(
+            "service_busy",
+            "The service is at capacity; nothing was done. Retry shortly.",
+            {"retry_after_s": BUSY_RETRY_AFTER_S},
+        ),
+        {"Retry-After": str(BUSY_RETRY_AFTER_S)},
+    )
+
+
 def _internal(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     logger.exception("unhandled_error", path=request.url.path, error_type=type(exc).__name__)
     return _respond(500, error_body("internal_error", "Internal server error."))
+
+
+async def send_error_response(scope: Scope, receive: Receive, send: Send, exc: Exception) -> None:
+    """Answer ``exc`` the way the exception handlers do, from inside a middleware.
+
+    For errors raised by a middleware before the route runs (authentication): Litestar would
+    answer them from its outermost layer, past the other middlewares' ``send`` wrappers, so
+    the request id header and the request metrics would miss them.
+    """
+    request: Request[Any, Any, Any] = Request(scope, receive)
+    handlers = exception_handlers()
+    handler = next((handlers[kind] for kind in type(exc).__mro__ if kind in handlers), _internal)
+    response = handler(request, exc)
+    await response.to_asgi_response(app=None, request=request)(scope, receive, send)
 
 
 def exception_handlers() -> ExceptionHandlersMap:
@@ -172,5 +206,6 @@ def exception_handlers() -> ExceptionHandlersMap:
         AppError: _app_error,
         ValidationException: _validation,
         HTTPException: _http,
+        PoolTimeoutError: _busy,
         Exception: _internal,
     }

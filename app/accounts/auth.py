@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from litestar.enums import ScopeType
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
 from app.accounts.service import AccountService, Principal
+from app.errors import send_error_response
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from litestar.connection import ASGIConnection
     from litestar.handlers.base import BaseRouteHandler
+    from litestar.types import Receive, Scope, Send
 
     from app.db import Database
 
@@ -36,10 +39,38 @@ def _bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
     return None
 
 
+class _AuthenticationFailed(Exception):
+    """Carries an error of :meth:`BearerAuthMiddleware.authenticate_request` out of it."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
-    """Resolves ``Authorization: Bearer <token>`` to a :class:`Principal`."""
+    """Resolves ``Authorization: Bearer <token>`` to a :class:`Principal`.
+
+    A refusal (401, or 503 when the database pool is exhausted) is answered here, inside
+    the request-id and Prometheus middlewares, so both see it.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except _AuthenticationFailed as failed:
+            if scope["type"] != ScopeType.HTTP:
+                raise failed.error from None
+            await send_error_response(scope, receive, send, failed.error)
 
     async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
+        try:
+            return await self._authenticate(connection)
+        except Exception as error:
+            raise _AuthenticationFailed(error) from error
+
+    async def _authenticate(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
         token = _bearer_token(connection)

@@ -59,3 +59,48 @@ async def test_request_id_is_echoed_or_generated(client):
     assert echoed.headers["x-request-id"] == "abc12345-test"
     generated = await client.get("/health/live", headers={"X-Request-ID": "bad id"})
     assert len(generated.headers["x-request-id"]) == 32
+
+
+async def test_an_exhausted_database_pool_answers_503_service_busy_and_changes_nothing(
+    database_url,
+):
+    import asyncio
+    import threading
+
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    settings = make_settings(
+        database_url, db_pool_size=1, db_max_overflow=0, db_pool_timeout_s=0.2, run_scheduler=False
+    )
+    app = create_app(settings)
+    held, release = threading.Event(), threading.Event()
+
+    async def hold_the_only_connection() -> None:  # runs on the app's own event loop
+        async with app.state.database.engine.connect() as connection:
+            await connection.exec_driver_sql("SELECT 1")
+            held.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+
+    signup = {"username": "busy", "password": "a long passphrase"}
+    async with AsyncTestClient(app=app) as client:
+        holder = client.blocking_portal.start_task_soon(hold_the_only_connection)
+        assert await asyncio.to_thread(held.wait, 10)
+        try:
+            refused = await client.post("/auth/signup", json=signup)
+            unauthenticated = await client.get("/wallet", headers={"authorization": "Bearer x"})
+        finally:
+            release.set()
+            await asyncio.to_thread(holder.result, 10)
+        for response in (refused, unauthenticated):  # a route, and the authentication layer
+            assert response.status_code == 503, response.text
+            assert response.headers["retry-after"] == "1"
+            assert response.json()["code"] == "service_busy"
+        # Nothing was done: the same sign-up succeeds once a connection is free.
+        again = await client.post("/auth/signup", json=signup)
+        assert again.status_code == 201, again.text
+        metrics = (await client.get("/metrics")).text
+    assert 'path="/auth/signup",status_code="503"' in metrics
