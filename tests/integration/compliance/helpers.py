@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 
-from app.games.bots import HeuristicBot
 from tests.helpers import auth, create_user, login
-from tests.integration.tables.helpers import FAST_TIMERS, create_table, operator, player, view
+from tests.integration.tables.helpers import (
+    FAST_TIMERS,
+    create_table,
+    operator,
+    play_to_the_end,
+    player,
+)
 
 
 async def play_match(
@@ -33,32 +37,7 @@ async def play_match(
     for _, token in seated:
         response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))
         assert response.status_code == 201, response.text
-    bots: dict[str, HeuristicBot] = {}
-    for _ in range(5000):
-        current = [await view(client, token, table["id"]) for _, token in seated]
-        if current[0]["status"] == "finished":
-            break
-        acted = False
-        for (_, token), seen in zip(seated, current, strict=True):
-            game = seen["game_view"]
-            seat = seen["you"]["match_seat"]
-            if game is None or seat is None:
-                continue
-            action = bots.setdefault(token, HeuristicBot(seat)).act(game)
-            if action is None:
-                continue
-            action.pop("seat", None)
-            response = await client.post(
-                f"/tables/{table['id']}/actions",
-                json={"action_id": f"{seen['step']}-{action['type']}", "action": action},
-                headers=auth(token),
-            )
-            assert response.status_code in (200, 409, 422), response.text
-            acted = True
-        if not acted:
-            await asyncio.sleep(0.03)
-    final = await view(client, seated[0][1], table["id"])
-    assert final["status"] == "finished", final
+    await play_to_the_end(client, table["id"], [token for _, token in seated])
     return {"table_id": table["id"], "operator": op, "players": seated}
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
+from app.games.bots import HeuristicBot
 from tests.helpers import auth, create_user, login
 
 FAST_TIMERS = {
@@ -52,3 +54,35 @@ async def view(client, token: str, table_id: str) -> dict[str, Any]:
     response = await client.get(f"/tables/{table_id}", headers=auth(token))
     assert response.status_code == 200, response.text
     return dict(response.json())
+
+
+async def play_to_the_end(client, table_id: str, tokens: list[str]) -> dict[str, Any]:
+    """Heuristic bots play every seat of ``tokens`` through the API (polling their views)
+    until the match ends; returns the first player's final view."""
+    bots: dict[str, HeuristicBot] = {}
+    for _ in range(5000):
+        current = [await view(client, token, table_id) for token in tokens]
+        if current[0]["status"] == "finished":
+            break
+        acted = False
+        for token, seen in zip(tokens, current, strict=True):
+            game = seen["game_view"]
+            seat = seen["you"]["match_seat"]
+            if game is None or seat is None:
+                continue
+            action = bots.setdefault(token, HeuristicBot(seat)).act(game)
+            if action is None:
+                continue
+            action.pop("seat", None)
+            response = await client.post(
+                f"/tables/{table_id}/actions",
+                json={"action_id": f"{seen['step']}-{action['type']}", "action": action},
+                headers=auth(token),
+            )
+            assert response.status_code in (200, 409, 422), response.text
+            acted = True
+        if not acted:
+            await asyncio.sleep(0.03)
+    final = await view(client, tokens[0], table_id)
+    assert final["status"] == "finished", final
+    return final
