@@ -182,9 +182,13 @@ async def test_kill_9_under_load_loses_nothing_and_the_load_resumes(database_url
         assert running_at_kill, "the kill came after every match had ended"
         applied_at_kill = await db.fetchval("SELECT count(*) FROM game.table_actions")
         await asyncio.sleep(DOWN_S)
-        overdue = await db.fetchval(
-            "SELECT count(*) FROM game.deadlines WHERE status = 'pending' AND due_at < now()"
-        )
+        restarted_at = await db.fetchval("SELECT now()")
+        overdue = [
+            row["id"]
+            for row in await db.fetch(
+                "SELECT id FROM game.deadlines WHERE status = 'pending' AND due_at < now()"
+            )
+        ]
 
         second = ServeProcess(
             env=server_env(database_url),
@@ -214,11 +218,16 @@ async def test_kill_9_under_load_loses_nothing_and_the_load_resumes(database_url
             "SELECT count(*) FROM game.deadlines WHERE status = 'failed' "
             "OR (status = 'pending' AND due_at <= now())"
         )
-        if overdue:
-            assert await db.fetchval(
-                "SELECT count(*) FROM game.deadlines WHERE status = 'fired' "
-                "AND due_at < handled_at - interval '1 second'"
-            ), "the overdue deadlines fired after the restart"
+        # every deadline overdue while the service was down was handled after the restart:
+        # fired, or stale when a reconnected bot's move beat the first sweep to it
+        late = await db.fetch(
+            "SELECT id, status, handled_at FROM game.deadlines WHERE id = ANY($1::bigint[])",
+            overdue,
+        )
+        assert len(late) == len(overdue)
+        for row in late:
+            assert row["status"] in ("fired", "stale"), dict(row)
+            assert row["handled_at"] >= restarted_at, dict(row)
 
         # no action applied twice: each accepted action id is one logged input, and back
         for table_id in ids:
