@@ -28,7 +28,6 @@ import asyncio
 import multiprocessing
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from app.db.engine import async_url
 from app.db.migrate import upgrade
 from ledger import Ledger, LedgerError, reconcile
+from ops.pgbench import tpcb
 
 ENTRY_CENTS = 500
 FUNDS_CENTS = 10**9
@@ -216,20 +216,10 @@ def ledger_run(args: argparse.Namespace, url: str, data: tuple[list[str], list[s
 
 
 def pgbench_run(args: argparse.Namespace, url: str, pgbench: str, run: int) -> float:
-    result = subprocess.run(
-        [pgbench, "-c", str(args.workers), "-j", "2", "-T", str(round(args.seconds)), url],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    match = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", result.stdout)
-    if match is None:
-        raise SystemExit("could not read pgbench's output:\n" + result.stdout)
-    latency = re.search(r"latency average = ([0-9.]+) ms", result.stdout)
-    rate = float(match.group(1))
+    rate, latency = tpcb(pgbench, url, args.workers, 2, round(args.seconds))
     print(
         f"  pgbench run {run}: {rate:,.0f} tps"
-        + (f" (latency average {latency.group(1)} ms)" if latency else "")
+        + (f" (latency average {latency} ms)" if latency else "")
     )
     return rate
 

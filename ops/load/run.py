@@ -57,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.clients.bot_player import ActionStats, RemoteBotPlayer
 from app.demo.server import ServeProcess
+from ops.pgbench import tpcb
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -527,20 +528,13 @@ def pgbench(args: argparse.Namespace, url: str) -> float:
     subprocess.run(
         [binary, "-i", "-q", "-s", str(args.pgbench_scale), url], check=True, capture_output=True
     )
-    command = [
-        binary, "-c", str(args.pgbench_clients), "-j", str(args.pgbench_threads),
-        "-T", str(args.pgbench_seconds), url,
-    ]  # fmt: skip
-    result = subprocess.run(command, check=True, capture_output=True, text=True)
-    match = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", result.stdout)
-    if match is None:
-        raise SystemExit("could not read pgbench's output:\n" + result.stdout)
-    latency = re.search(r"latency average = ([0-9.]+) ms", result.stdout)
-    tps = float(match.group(1))
+    tps, latency = tpcb(
+        binary, url, args.pgbench_clients, args.pgbench_threads, args.pgbench_seconds
+    )
     print(
         f"pgbench TPC-B: {tps:,.0f} tps (scale {args.pgbench_scale}, "
         f"-c {args.pgbench_clients} -j {args.pgbench_threads} -T {args.pgbench_seconds}"
-        + (f", latency average {latency.group(1)} ms)" if latency else ")")
+        + (f", latency average {latency} ms)" if latency else ")")
     )
     return tps
 
