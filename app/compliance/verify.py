@@ -35,8 +35,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import json
-import json.encoder
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,10 +43,10 @@ from typing import Any
 from app.compliance.merkle import leaf_hash, verify_inclusion
 from app.compliance.record import record_hash, round_record
 from app.compliance.signing import checkpoint_message, round_message, verify_signature
+from app.games.canonical import canonical_json_unchecked
 from app.games.errors import GameError
-from app.games.events import canonical_bytes
 from app.tables.hosting import GAMES
-from app.tables.roundlog import entry_hash, genesis_hash
+from app.tables.roundlog import genesis_hash
 from rng.algorithms import UnknownVersionError, get_algorithm
 from rng.streams import derive_stream
 
@@ -138,52 +136,21 @@ class RoundOutcome:
         }
 
 
-def _json_encoder() -> Any:
-    # The C encoder json.dumps builds on every call, built once: the same bytes as
-    # ``app.tables.roundlog.canonical_json`` (sorted keys, no whitespace, UTF-8, no NaN),
-    # about twice as fast on the small bodies of a log.
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has it
-        return None
-    encode = json.encoder.c_encode_basestring  # type: ignore[attr-defined]
-    return make(None, None, encode, None, ":", ",", True, False, False)
-
-
-_ENCODER = _json_encoder()
-_ENCODE_STRING = json.encoder.c_encode_basestring  # type: ignore[attr-defined]
-
-
 def canonical(value: Any) -> bytes:
-    """``canonical_bytes`` of the engine (and ``canonical_json`` of the log), faster."""
-    if _ENCODER is None:  # pragma: no cover
-        return canonical_bytes(value)
-    return "".join(_ENCODER(value, 0)).encode("utf-8")
+    """Canonical JSON of stored data, without the float scan (see :mod:`app.games.canonical`)."""
+    return canonical_json_unchecked(value)
 
 
 def state_hash(match: Any) -> str:
-    """``match.state_hash()``, with the faster encoder."""
-    return hashlib.sha256(canonical(match.snapshot())).hexdigest()
+    """``match.state_hash()``, without the float scan."""
+    return hashlib.sha256(canonical_json_unchecked(match.snapshot())).hexdigest()
 
 
 def chain_hash(previous: bytes, seq: int, kind: str, body: Any) -> bytes:
-    """``entry_hash`` of :mod:`app.tables.roundlog`, computed faster."""
-    if _ENCODER is None:  # pragma: no cover
-        return entry_hash(previous, seq, kind, body)
-    if type(seq) is int and type(kind) is str:
-        # the encoding of {"body", "kind", "seq"} (sorted keys) put together by hand: the
-        # same bytes, without building and sorting the wrapper
-        text = (
-            '{"body":'
-            + "".join(_ENCODER(body, 0))
-            + ',"kind":'
-            + _ENCODE_STRING(kind)
-            + ',"seq":'
-            + int.__repr__(seq)
-            + "}"
-        )
-    else:
-        text = "".join(_ENCODER({"seq": seq, "kind": kind, "body": body}, 0))
-    return hashlib.sha256(previous + text.encode("utf-8")).digest()
+    """``entry_hash`` of :mod:`app.tables.roundlog`, without the float scan."""
+    return hashlib.sha256(
+        previous + canonical_json_unchecked({"seq": seq, "kind": kind, "body": body})
+    ).digest()
 
 
 _EVENT_FIELDS: dict[type, tuple[str, ...]] = {}

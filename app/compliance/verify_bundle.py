@@ -25,6 +25,11 @@ EXIT_FAIL = 1
 EXIT_UNREADABLE = 2
 
 
+def _refuse_constant(name: str) -> None:
+    # NaN and Infinity are not JSON, and no stored value is a float (app/games/canonical.py)
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app.compliance.verify_bundle",
@@ -53,7 +58,7 @@ def main(argv: Sequence[str] | None = None, output: TextIO | None = None) -> int
     arguments = _parser().parse_args(argv)
     try:
         with open(arguments.bundle, encoding="utf-8") as file:
-            bundle = json.load(file)
+            bundle = json.load(file, parse_constant=_refuse_constant)
         pinned = None
         if arguments.public_key:
             pinned = {}

@@ -7,7 +7,9 @@ exactly the replay of its input records (``CachetaMatch.apply``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from app.games.errors import GameError
@@ -42,7 +44,25 @@ class Action:
 
     def arguments(self) -> tuple[Any, ...]:
         """The field values in order: the arguments of the match method named ``type``."""
-        return tuple([getattr(self, name) for name in field_names(type(self))])
+        cls = type(self)
+        getter = _ARGUMENT_GETTERS.get(cls)
+        if getter is None:
+            getter = _ARGUMENT_GETTERS[cls] = _argument_getter(field_names(cls))
+        return getter(self)
+
+
+def _argument_getter(names: tuple[str, ...]) -> Callable[[Action], tuple[Any, ...]]:
+    if not names:
+        return lambda _record: ()
+    if len(names) == 1:
+        only = attrgetter(names[0])
+        return lambda record: (only(record),)
+    getter: Callable[[Action], tuple[Any, ...]] = attrgetter(*names)
+    return getter
+
+
+_ARGUMENT_GETTERS: dict[type[Action], Callable[[Action], tuple[Any, ...]]] = {}
+"""Per input class: a function returning its field values in order."""
 
 
 @dataclass(frozen=True, slots=True)

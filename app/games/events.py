@@ -10,9 +10,10 @@ UTF-8, integers only).
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from app.games.canonical import canonical_json
 
 __all__ = (
     "EVENT_TYPES",
@@ -60,24 +61,9 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _check_no_floats(value: Any) -> None:
-    if isinstance(value, float):
-        raise TypeError("canonical bytes hold integers only, not floats")
-    if isinstance(value, list | tuple):
-        for item in value:
-            _check_no_floats(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError("canonical bytes need string keys")
-            _check_no_floats(item)
-
-
 def canonical_bytes(obj: Any) -> bytes:
-    """JSON with sorted keys, no whitespace, UTF-8; floats are refused."""
-    plain = to_jsonable(obj)
-    _check_no_floats(plain)
-    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Canonical JSON (:mod:`app.games.canonical`): sorted keys, no whitespace, UTF-8, no floats."""
+    return canonical_json(obj)
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -233,8 +233,9 @@ class MatchCore:
         """Token of the current timer (increases whenever a new timer starts)."""
         self.next_seq = 0
         """``seq`` of the next event."""
-        self.inputs: list[dict[str, Any]] = []
-        """Every input applied, as dicts (replaying them rebuilds the match)."""
+        self.inputs: list[Action] = []
+        """Every input applied, as records (replaying them rebuilds the match; ``snapshot``
+        writes their dict forms)."""
         self.events: list[Event] = []
         """Every event emitted."""
         self._batch: list[Event] = []
@@ -269,7 +270,7 @@ class MatchCore:
         self._batch.append(event)
 
     def _begin(self, action: Action) -> None:
-        self.inputs.append(action.to_dict())
+        self.inputs.append(action)
         self.steps += 1
         self._batch = []
 
@@ -302,11 +303,12 @@ class MatchCore:
             "next_seq": self.next_seq,
         }
         if include_history:
-            data["inputs"] = list(self.inputs)
+            data["inputs"] = [action.to_dict() for action in self.inputs]
             data["events"] = [event.to_dict() for event in self.events]
         return data
 
     def _load(self, data: dict[str, Any]) -> None:
+        from app.games.actions import action_from_dict
         from app.games.events import event_from_dict
 
         if data.get("version") != SNAPSHOT_VERSION:
@@ -326,5 +328,5 @@ class MatchCore:
         self.steps = data["steps"]
         self.deadline_token = data["deadline_token"]
         self.next_seq = data["next_seq"]
-        self.inputs = list(data.get("inputs", []))
+        self.inputs = [action_from_dict(item) for item in data.get("inputs", [])]
         self.events = [event_from_dict(event) for event in data.get("events", [])]

@@ -296,7 +296,11 @@ class TurnActions(RoundFlow):
         discarder = current.turn
         assert discarder is not None
         card = current.pile[-1]
-        claimants = tuple(seat for seat in self._order_after(discarder) if seat in current.claims)
+        claimants: tuple[int, ...] = ()
+        if current.claims:  # usually nobody claims
+            claimants = tuple(
+                seat for seat in self._order_after(discarder) if seat in current.claims
+            )
         current.claims = []
         self._emit(
             ClaimWindowEnded,

@@ -1,30 +1,25 @@
 """The hash chain of a round's log (pure functions, shared with the verifiers).
 
 Each entry is ``{seq, kind, body}``; its hash is
-``SHA-256(previous hash ‖ canonical JSON of the entry)``, where the canonical JSON has
-sorted keys, no whitespace and UTF-8 bytes.  The chain starts from a genesis hash bound to
-the round and to the seed commitment published before the deal:
+``SHA-256(previous hash ‖ canonical JSON of the entry)``, where the canonical JSON
+(:mod:`app.games.canonical`) has sorted keys, no whitespace, UTF-8 bytes and no floats.  The
+chain starts from a genesis hash bound to the round and to the seed commitment published
+before the deal:
 ``SHA-256("raiz/round-log/1" ‖ 0x00 ‖ round id (16 bytes) ‖ 0x00 ‖ commitment (ASCII hex))``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from typing import Any
+
+from app.games.canonical import canonical_json
 
 __all__ = ("LOG_VERSION", "canonical_json", "entry_hash", "genesis_hash")
 
 LOG_VERSION = b"raiz/round-log/1"
 """Domain tag of the chain (part of the genesis hash)."""
-
-
-def canonical_json(value: Any) -> bytes:
-    """Canonical JSON bytes: sorted keys, no whitespace, UTF-8, integers only."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
 
 
 def genesis_hash(round_id: uuid.UUID, commitment: str) -> bytes:

@@ -56,11 +56,13 @@ def main() -> None:
     played = sum(event.result in ("closed", "drawn") for event in ended)
     inputs = sum(len(match.inputs) for match in matches)
 
+    # replayed from the inputs' dict forms, as a log stores them (each is parsed again)
+    recorded = [[action.to_dict() for action in match.inputs] for match in matches]
     best_replay = 0.0
     for _ in range(RUNS):
         started = time.perf_counter()
-        for match in matches:
-            replay(options, args.players, match.inputs)
+        for inputs_of_match in recorded:
+            replay(options, args.players, inputs_of_match)
         best_replay = max(best_replay, 1 / (time.perf_counter() - started))
 
     print(

@@ -228,6 +228,36 @@ def test_the_offline_verifier_prints_pass_or_fail_and_exits_accordingly(bundle, 
     assert offline_main([str(tmp_path / "missing.json")], output) == 2
 
 
+def test_the_offline_verifier_refuses_nan_and_infinity(bundle, tmp_path):
+    # the one place the fast canonical encoder and the definition could agree on tampered
+    # data: msgspec writes NaN as null, so a bundle may not carry NaN at all
+    text = json.dumps(bundle)
+    assert "null" in text
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        path = tmp_path / f"{constant}.json"
+        path.write_text(text.replace("null", constant, 1))
+        output = io.StringIO()
+        assert offline_main([str(path)], output) == 2
+        assert f"{constant} is not a JSON value" in output.getvalue()
+
+
+def test_the_offline_verifier_passes_without_msgspec(bundle, tmp_path):
+    # needs only `cryptography` and the pure engine: the canonical encoding falls back to
+    # the standard library's definition and the verdict is the same
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    probe = (
+        "import sys; sys.modules['msgspec'] = None\n"
+        "from app.compliance.verify_bundle import main\n"
+        f"sys.exit(main([{str(path)!r}, '--public-key', 'dev1:{SIGNER.public_key.hex()}']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS table ")
+
+
 def test_the_offline_verifier_loads_no_database_or_web_code():
     probe = (
         "import sys, app.compliance.verify_bundle; "
