@@ -9,6 +9,7 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
@@ -32,6 +33,7 @@ CAUTION_EXTRA = 2
 TAKE_MARGIN = 1
 """How much better than the card it replaces the discard top must score to be taken."""
 _WORD = 1 << 32
+_DEFAULT_RULES = MeldRules()
 MAX_PILE_STREAK = 2
 """At most this many draws from the discard pile in a row (unless the card closes)."""
 
@@ -240,7 +242,7 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
-    __slots__ = ("pile_streak", "seat", "tie_break")
+    __slots__ = ("_options", "_rules", "pile_streak", "seat", "tie_break")
 
     def __init__(self, seat: int, tie_break: int = 0) -> None:
         self.seat = seat
@@ -248,7 +250,10 @@ class HeuristicBot:
         self.tie_break = tie_break
         """Seed of the hash that orders equally good discards."""
         self.pile_streak = 0
-        """Draws from the discard pile in a row (the bot's only memory)."""
+        """Draws from the discard pile in a row (the bot's only memory of the game)."""
+        self._options: Mapping[str, Any] | None = None
+        self._rules = _DEFAULT_RULES
+        """The meld rules of the options last seen (``_options``)."""
 
     def may_claim(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
         """A cheap necessary condition for :meth:`act` to claim in an open claim window.
@@ -259,19 +264,22 @@ class HeuristicBot:
         """
         return _holds_two_melds(tuple(hand), wilds, rules)
 
-    def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
+    def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
-        current = view.get("round")
-        if view.get("over") or current is None or view.get("waiting_for_chance"):
+        current = view["round"]
+        if current is None or view["over"] or view["waiting_for_chance"]:
             return None
         options = view["options"]
-        rules = _rules(
-            options["meld_shape"],
-            options["ace_high"],
-            options["set_same_suit_allowed"],
-            options["wilds_per_meld"],
-            options["full_close_allowed"] and options["meld_shape"] != "three_threes",
-        )
+        if options is not self._options:  # the same options object: the same rules
+            self._options = options
+            self._rules = _rules(
+                options["meld_shape"],
+                options["ace_high"],
+                options["set_same_suit_allowed"],
+                options["wilds_per_meld"],
+                options["full_close_allowed"] and options["meld_shape"] != "three_threes",
+            )
+        rules = self._rules
         seat = self.seat
         phase = current["phase"]
         hand: list[int] = current["hand"]
@@ -296,7 +304,7 @@ class HeuristicBot:
 
     def _decide(
         self,
-        view: dict[str, Any],
+        view: Mapping[str, Any],
         hand: list[int],
         wilds: frozenset[int],
         rules: MeldRules,
@@ -311,14 +319,14 @@ class HeuristicBot:
         return {"type": "decide", "seat": self.seat, "mandar": mandar}
 
     def _draw(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         take = self._wants_top(view, hand, wilds, rules)
         self.pile_streak = self.pile_streak + 1 if take else 0
         return {"type": "draw_discard" if take else "draw_stock", "seat": self.seat}
 
     def _wants_top(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> bool:
         current = view["round"]
         pile = current["pile"]
@@ -357,7 +365,7 @@ class HeuristicBot:
         return scores[top] > worst + TAKE_MARGIN
 
     def _discard(
-        self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, current: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
         if _may_close(hand, current["drawn"], wilds, rules) and (
@@ -371,7 +379,7 @@ class HeuristicBot:
         return {"type": "discard", "seat": self.seat, "card": card}
 
     def _claim(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any] | None:
         current = view["round"]
         window = current["claim_window"]
@@ -397,7 +405,7 @@ class HeuristicBot:
         return None
 
     @staticmethod
-    def _locks(view: dict[str, Any], card: int) -> frozenset[int]:
+    def _locks(view: Mapping[str, Any], card: int) -> frozenset[int]:
         if view["options"]["discard_lock_identical"]:
             return frozenset((card, *identical_ids(card, view["decks"])))
         return frozenset((card,))
@@ -406,6 +414,6 @@ class HeuristicBot:
         return (card * 2654435761 + self.tie_break * 40503) % _WORD
 
 
-def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
+def choose_action(view: Mapping[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
     """What the heuristic bot of ``seat`` does given its player ``view`` (``None``: wait)."""
     return HeuristicBot(seat, tie_break).act(view)

@@ -20,7 +20,7 @@ from app.games.bots import HeuristicBot
 from app.games.cacheta import CachetaMatch, new_match
 from app.games.events import ClaimResolved, Closed, Event, RoundEnded, TurnStarted
 from app.games.options import RummyOptions
-from app.games.views import player_view
+from app.games.views import bot_view
 
 __all__ = (
     "ChanceSource",
@@ -219,7 +219,7 @@ def bot_step(
             wilds = current.wilds.difference(plain.intersection(hand)) if plain else current.wilds
             if not bots[seat].may_claim(hand, wilds, match.rules):
                 continue  # the bot claims only with two melds in hand: no need for a view
-            action = bots[seat].act(player_view(match, seat, hints=False))
+            action = bots[seat].act(bot_view(match, seat))
             if action is not None:
                 events += match.apply(action)
         return events + match.claim_window_closed()
@@ -227,7 +227,7 @@ def bot_step(
         assert current.turn is not None
         ask = [current.turn]
     for seat in ask:
-        action = bots[seat].act(player_view(match, seat, hints=False))
+        action = bots[seat].act(bot_view(match, seat))
         if action is not None:
             return match.apply(action)
     deadline = match.current_deadline()
