@@ -242,7 +242,16 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
-    __slots__ = ("_options", "_rules", "pile_streak", "seat", "tie_break")
+    __slots__ = (
+        "_last_answer",
+        "_last_question",
+        "_last_rules",
+        "_options",
+        "_rules",
+        "pile_streak",
+        "seat",
+        "tie_break",
+    )
 
     def __init__(self, seat: int, tie_break: int = 0) -> None:
         self.seat = seat
@@ -254,15 +263,33 @@ class HeuristicBot:
         self._options: Mapping[str, Any] | None = None
         self._rules = _DEFAULT_RULES
         """The meld rules of the options last seen (``_options``)."""
+        self._last_question: tuple[Any, ...] = ()
+        self._last_rules: MeldRules | None = None
+        self._last_answer = False
+        """The last :meth:`_closes_with` question, its meld rules and its answer."""
 
-    def may_claim(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    def may_claim(
+        self,
+        hand: list[int],
+        wilds: frozenset[int],
+        rules: MeldRules,
+        card: int | None = None,
+        wild_discard_is_plain: bool = False,
+    ) -> bool:
         """A cheap necessary condition for :meth:`act` to claim in an open claim window.
 
         ``hand`` and ``wilds`` are what the view would show (the hand, and the wild cards less
-        the plain wilds in it); ``False`` means ``act`` would return ``None`` (no two melds
-        in hand), so the driver need not build the view to ask.
+        the plain wilds in it), ``card`` the discard (the top of the pile) and
+        ``wild_discard_is_plain`` the option of that name; ``False`` means ``act`` would return
+        ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
+        not build the view to ask.
         """
-        return _holds_two_melds(tuple(hand), wilds, rules)
+        if not _holds_two_melds(tuple(hand), wilds, rules):
+            return False
+        if card is None or rules.meld_shape != "three_threes":
+            return True
+        mine = wilds - {card} if wild_discard_is_plain else wilds
+        return _fits_a_meld(card, hand, mine, rules)
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -345,7 +372,7 @@ class HeuristicBot:
             or (
                 _holds_two_melds(tuple(hand), wilds, rules) and _fits_a_meld(top, hand, mine, rules)
             )
-        ) and find_close([*hand, top], mine, rules, self._locks(view, top)):
+        ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
@@ -400,9 +427,32 @@ class HeuristicBot:
         # of three the locked card must sit in one of them: a cheap test first)
         if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
             return None
-        if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
+        if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
         return None
+
+    def _closes_with(
+        self,
+        hand: list[int],
+        card: int,
+        wilds: frozenset[int],
+        rules: MeldRules,
+        locks: frozenset[int],
+        allow_full: bool,
+    ) -> bool:
+        """Whether ``hand`` plus the discard ``card`` (locked with ``locks``) closes.
+
+        The answer to the last question is kept: the next player is asked about the same hand
+        and card twice, in the claim window and then before drawing.
+        """
+        question = (hand, card, wilds, locks, allow_full and rules.full_close_allowed)
+        if rules is self._last_rules and question == self._last_question:
+            return self._last_answer
+        answer = find_close([*hand, card], wilds, rules, locks, allow_full=allow_full) is not None
+        self._last_question = (list(hand), *question[1:])
+        self._last_rules = rules
+        self._last_answer = answer
+        return answer
 
     @staticmethod
     def _locks(view: Mapping[str, Any], card: int) -> frozenset[int]:

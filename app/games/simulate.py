@@ -211,14 +211,16 @@ def bot_step(
         ask = [current.dealer]
     elif current.phase == "claim_window":
         events: tuple[Event, ...] = ()
+        card = current.pile[-1]
+        plain_discard = match.options.wild_from_discard_is_plain
         for seat in current.players:
             if seat == current.turn or seat in current.burned:
                 continue  # the discarder and burned players cannot claim: no need to ask
             hand = current.hands[seat]
             plain = current.plain.get(seat)
             wilds = current.wilds.difference(plain.intersection(hand)) if plain else current.wilds
-            if not bots[seat].may_claim(hand, wilds, match.rules):
-                continue  # the bot claims only with two melds in hand: no need for a view
+            if not bots[seat].may_claim(hand, wilds, match.rules, card, plain_discard):
+                continue  # the bot would not claim (no two melds, or no meld for the card)
             action = bots[seat].act(bot_view(match, seat))
             if action is not None:
                 events += match.apply(action)
