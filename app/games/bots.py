@@ -438,6 +438,7 @@ class HeuristicBot:
         wilds: frozenset[int],
         rules: MeldRules,
         locks: frozenset[int],
+        *,
         allow_full: bool,
     ) -> bool:
         """Whether ``hand`` plus the discard ``card`` (locked with ``locks``) closes.
