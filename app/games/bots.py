@@ -16,7 +16,7 @@ from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
 from app.games.melds import JOKER, MeldRules, MeldTables
-from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
+from app.games.solver import can_close, forms_meld_with, has_two_disjoint_melds
 
 __all__ = ("HeuristicBot", "choose_action", "hand_strength")
 
@@ -395,8 +395,8 @@ class HeuristicBot:
         self, current: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if _may_close(hand, current["drawn"], wilds, rules) and (
-            find_close(hand, wilds, rules, locked) is not None
+        if _may_close(hand, current["drawn"], wilds, rules) and can_close(
+            hand, wilds, rules, locked
         ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
@@ -449,7 +449,7 @@ class HeuristicBot:
         question = (hand, card, wilds, locks, allow_full and rules.full_close_allowed)
         if rules is self._last_rules and question == self._last_question:
             return self._last_answer
-        answer = find_close([*hand, card], wilds, rules, locks, allow_full=allow_full) is not None
+        answer = can_close([*hand, card], wilds, rules, locks, allow_full=allow_full)
         self._last_question = (list(hand), *question[1:])
         self._last_rules = rules
         self._last_answer = answer
