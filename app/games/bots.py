@@ -188,18 +188,30 @@ def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRu
     return has_two_disjoint_melds(hand, wilds, rules)
 
 
-def _may_close(hand: list[int], drawn: int | None, wilds: frozenset[int], rules: MeldRules) -> bool:
-    """A cheap necessary condition for ``find_close(hand, ...)`` after drawing ``drawn``.
+def _closes_after_draw(
+    hand: list[int],
+    drawn: int | None,
+    wilds: frozenset[int],
+    rules: MeldRules,
+    locked: frozenset[int],
+) -> bool:
+    """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
+    cheap tests first for three melds of three.
 
-    With three melds of three, a close keeps two melds that hold neither the drawn card nor
-    the discard, so the hand before the draw already held two disjoint melds (a cached test:
-    the claim windows ask it of the same hand). ``True`` when the test does not apply.
+    A close keeps two melds that hold neither the drawn card nor the discard, so the hand
+    before the draw already held two disjoint melds (a cached test: the claim windows ask it
+    of the same hand). And unless the drawn card makes a meld with two cards of that hand, it
+    can only be the discard, so the search for a close discarding it is enough.
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
-        return True
+        return can_close(hand, wilds, rules, locked)
     before = list(hand)
     before.remove(drawn)
-    return _holds_two_melds(tuple(before), wilds, rules)
+    if not _holds_two_melds(tuple(before), wilds, rules):
+        return False
+    if _fits_a_meld(drawn, before, wilds, rules):
+        return can_close(hand, wilds, rules, locked)
+    return can_close(hand, wilds, rules, locked, discard=drawn)
 
 
 def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
@@ -395,9 +407,7 @@ class HeuristicBot:
         self, current: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if _may_close(hand, current["drawn"], wilds, rules) and can_close(
-            hand, wilds, rules, locked
-        ):
+        if _closes_after_draw(hand, current["drawn"], wilds, rules, locked):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         candidates = [card for card in hand if card not in locked]

@@ -175,13 +175,21 @@ def can_close(
     rules: Rules = None,
     locked: frozenset[int] = _NO_CARDS,
     *,
+    discard: int | None = None,
     allow_full: bool = True,
 ) -> bool:
     """Whether ``find_close`` finds any close (for three melds of three, by a search that
     does not build the close)."""
     rules = _meld_rules(rules)
     if rules.meld_shape != "three_threes":
-        return find_close(cards, wilds, rules, locked, allow_full=allow_full) is not None
+        found = find_close(cards, wilds, rules, locked, discard=discard, allow_full=allow_full)
+        return found is not None
+    if discard is not None:
+        if discard in locked or discard not in cards:
+            return False
+        rest = list(cards)
+        rest.remove(discard)
+        return _threes_close(rest, wilds, rules, locked, 0)
     if allow_full and rules.full_close_allowed and _threes_close(cards, wilds, rules, locked, 0):
         return True
     return _threes_close(cards, wilds, rules, locked, 1)
@@ -238,6 +246,25 @@ def _threes_close(
                 discardable[face] = any(other not in locked for other in plain[face])
     lonely_wild = [face for face in wild if filtered and not partners[face] & present]
     joker_cap = 3 * rules.wilds_per_meld + skips
+    if not wild:
+        return search.cover(3, skips, 0)
+    if len(wild) == 1:
+        face, copies = next(iter(wild.items()))
+        if locked.isdisjoint(copies):
+            # designations() in short: the first ``jokers`` copies substitute, the rest stand
+            held = len(plain.get(face, ()))
+            plain_discardable = discardable is not None and discardable[face] and held > 0
+            for substituting in range(min(len(copies), joker_cap) + 1):
+                standing = len(copies) - substituting
+                if lonely_wild and standing > skips:
+                    continue  # standing wilds with no partner could only be discards
+                count[face] = held + standing
+                if discardable is not None:
+                    discardable[face] = standing > 0 or plain_discardable
+                search.joker_discardable = substituting > 0
+                if search.cover(3, skips, substituting):
+                    return True
+            return False
     for designation in designations(wild, locked):
         jokers = designation.jokers
         if len(jokers) > joker_cap:
@@ -310,7 +337,7 @@ def has_two_disjoint_melds(
         else:
             count[face] += 1
         faces.add(face)
-    if sum(count) + sum(wild.values()) < 6:
+    if sum(count[face] for face in faces) + sum(wild.values()) < 6:
         return False
     search = CountSearch(count, sorted(faces), tables.upper)
     if not wild:

@@ -1,8 +1,8 @@
 """The bot's cheap tests before a solver call only rule out hands the solver rejects.
 
-``_fits_a_meld`` (before a claim, or before taking the discard top) and ``_may_close``
-(before looking for a close after the draw) are necessary conditions: whenever they say no,
-``find_close`` finds nothing, so the bot decides exactly as if it had asked the solver.
+``_fits_a_meld`` (before a claim, or before taking the discard top) is a necessary condition:
+whenever it says no, ``find_close`` finds nothing, so the bot decides exactly as if it had
+asked the solver. ``_closes_after_draw`` answers exactly what ``find_close`` answers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from app.games.bots import _card_scores, _fits_a_meld, _link_weight, _may_close
+from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link_weight
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
 from app.games.solver import find_close
@@ -53,10 +53,24 @@ def test_shortcuts_never_hide_a_close(rules: MeldRules) -> None:
             ruled_out += 1
             assert find_close([*hand, card], wilds, rules, locks, allow_full=False) is None
             assert find_close([*hand, card], wilds, rules, locks) is None
-        if not _may_close([*hand, card], card, wilds, rules):
-            ruled_out += 1
-            assert find_close([*hand, card], wilds, rules) is None
-    assert ruled_out > 0  # the shortcuts do rule hands out
+    assert ruled_out > 0  # the shortcut does rule hands out
+
+
+@pytest.mark.parametrize("rules", RULES, ids=repr)
+def test_the_close_after_a_draw_is_the_solvers(rules: MeldRules) -> None:
+    rng = random.Random(20261130)
+    closing = 0
+    for hand, card, wilds in _hands(rng, 1500):
+        after = [*hand, card]
+        for locked in (frozenset(), frozenset((card,)), frozenset(rng.sample(hand, 1))):
+            expected = find_close(after, wilds, rules, locked) is not None
+            assert _closes_after_draw(after, card, wilds, rules, locked) == expected
+            closing += expected
+    assert closing > 0
+    # the drawn card makes no meld with the hand: it is the only possible discard
+    melds = [0, 1, 2, 19, 32, 45, 34, 35, 36]  # AC 2C 3C, 7H 7S 7D, 9S 10S JS (and KD)
+    assert _closes_after_draw([*melds, 51], 51, frozenset(), rules, frozenset())
+    assert not _closes_after_draw([*melds, 51], 51, frozenset(), rules, frozenset((51,)))
 
 
 def _reference_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:

@@ -82,6 +82,10 @@ def check_against_reference(scenario: dict[str, object]) -> None:
     assert can_close(cards, wilds, rules, locked, allow_full=False) == (
         find_close(cards, wilds, rules, locked, allow_full=False) is not None
     )
+    for card in cards[:3]:
+        assert can_close(cards, wilds, rules, locked, discard=card) == (
+            find_close(cards, wilds, rules, locked, discard=card) is not None
+        )
     if found is not None:
         placed = [card for meld in found.melds for card in meld]
         if found.discard is None:
