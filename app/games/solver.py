@@ -271,11 +271,11 @@ def _threes_close(
             continue
         if lonely_wild and sum(len(designation.standing[face]) for face in lonely_wild) > skips:
             continue  # standing wilds with no partner could only be discards
-        for face, standing in designation.standing.items():
-            copies = plain.get(face, [])
-            count[face] = len(copies) + len(standing)
+        for face, stand in designation.standing.items():
+            natural = plain.get(face, [])
+            count[face] = len(natural) + len(stand)
             if discardable is not None:
-                discardable[face] = any(card not in locked for card in (*copies, *standing))
+                discardable[face] = any(card not in locked for card in (*natural, *stand))
         search.joker_discardable = any(card not in locked for card in jokers)
         if search.cover(3, skips, len(jokers)):
             return True
