@@ -33,6 +33,9 @@ CAUTION_EXTRA = 2
 TAKE_MARGIN = 1
 """How much better than the card it replaces the discard top must score to be taken."""
 _WORD = 1 << 32
+_CARD_BITS = 16
+_CARD_MASK = (1 << _CARD_BITS) - 1
+_SCORE_SHIFT = 32 + _CARD_BITS
 _DEFAULT_RULES = MeldRules()
 MAX_PILE_STREAK = 2
 """At most this many draws from the discard pile in a row (unless the card closes)."""
@@ -198,19 +201,19 @@ def _closes_after_draw(
     """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
     cheap tests first for three melds of three.
 
-    A close keeps two melds that hold neither the drawn card nor the discard, so the hand
-    before the draw already held two disjoint melds (a cached test: the claim windows ask it
-    of the same hand). And unless the drawn card makes a meld with two cards of that hand, it
-    can only be the discard, so the search for a close discarding it is enough.
+    Unless the drawn card makes a meld with two cards of the hand before the draw, it can only
+    be the discard, so the search for a close discarding it is enough. Otherwise a close keeps
+    two melds that hold neither the drawn card nor the discard, so the hand before the draw
+    already held two disjoint melds (a cached test: the claim windows ask it of that hand).
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
         return can_close(hand, wilds, rules, locked)
     before = list(hand)
     before.remove(drawn)
-    if not _holds_two_melds(tuple(before), wilds, rules):
-        return False
     if _fits_a_meld(drawn, before, wilds, rules):
-        return can_close(hand, wilds, rules, locked)
+        return _holds_two_melds(tuple(before), wilds, rules) and can_close(
+            hand, wilds, rules, locked
+        )
     return can_close(hand, wilds, rules, locked, discard=drawn)
 
 
@@ -260,6 +263,8 @@ class HeuristicBot:
         "_last_rules",
         "_options",
         "_rules",
+        "_shown_wilds",
+        "_wilds",
         "pile_streak",
         "seat",
         "tie_break",
@@ -275,6 +280,9 @@ class HeuristicBot:
         self._options: Mapping[str, Any] | None = None
         self._rules = _DEFAULT_RULES
         """The meld rules of the options last seen (``_options``)."""
+        self._shown_wilds: list[int] | None = None
+        self._wilds: frozenset[int] = frozenset()
+        """The view's wild cards last seen (``_shown_wilds``), as a set."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
         self._last_answer = False
@@ -296,12 +304,11 @@ class HeuristicBot:
         ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
         not build the view to ask.
         """
-        if not _holds_two_melds(tuple(hand), wilds, rules):
-            return False
-        if card is None or rules.meld_shape != "three_threes":
-            return True
-        mine = wilds - {card} if wild_discard_is_plain else wilds
-        return _fits_a_meld(card, hand, mine, rules)
+        if card is not None and rules.meld_shape == "three_threes":
+            mine = wilds - {card} if wild_discard_is_plain else wilds
+            if not _fits_a_meld(card, hand, mine, rules):
+                return False  # the cheaper test first
+        return _holds_two_melds(tuple(hand), wilds, rules)
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -322,7 +329,12 @@ class HeuristicBot:
         seat = self.seat
         phase = current["phase"]
         hand: list[int] = current["hand"]
-        wilds = frozenset(current["wilds"]).difference(current["plain_wilds"])
+        shown = current["wilds"]
+        if shown != self._shown_wilds:  # the same wild cards all round
+            self._shown_wilds = shown
+            self._wilds = frozenset(shown)
+        plain = current["plain_wilds"]
+        wilds = self._wilds.difference(plain) if plain else self._wilds
         if phase == "deciding":
             if seat == current["dealer"] or current["my_decision"] is not None or not hand:
                 return None
@@ -382,7 +394,7 @@ class HeuristicBot:
         if (
             not three
             or (
-                _holds_two_melds(tuple(hand), wilds, rules) and _fits_a_meld(top, hand, mine, rules)
+                _fits_a_meld(top, hand, mine, rules) and _holds_two_melds(tuple(hand), wilds, rules)
             )
         ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
             return True
@@ -391,13 +403,12 @@ class HeuristicBot:
         if top in mine:
             return True
         # take it only to complete a natural meld, and only if it beats the card it replaces
-        face = top % CARDS_PER_DECK
-        present = {card % CARDS_PER_DECK for card in hand if card not in mine}
-        if not any(
-            first in present and second in present
-            for first, second in rules.tables.templates[face]
-            if first >= 0 and second >= 0
-        ):
+        present = 0
+        for card in hand:
+            if card not in mine:
+                present |= 1 << (card % CARDS_PER_DECK)
+        pairs = _score_table(rules.tables).pair_masks[top % CARDS_PER_DECK]
+        if not any(present & pair == pair for pair in pairs):
             return False
         scores = _card_scores([*hand, top], mine, rules)
         worst = min(score for card, score in scores.items() if card != top)
@@ -410,10 +421,15 @@ class HeuristicBot:
         if _closes_after_draw(hand, current["drawn"], wilds, rules, locked):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
-        candidates = [card for card in hand if card not in locked]
         salt = self.tie_break * 40503  # self._order(card), inlined
-        card = min(candidates, key=lambda card: (scores[card], (card * 2654435761 + salt) % _WORD))
-        return {"type": "discard", "seat": self.seat, "card": card}
+        # the least (score, order) as one int: orders differ between cards (an odd multiplier
+        # mod 2^32), so the card in the low bits never decides
+        weakest = min(
+            scores[card] << _SCORE_SHIFT | (card * 2654435761 + salt) % _WORD << _CARD_BITS | card
+            for card in hand
+            if card not in locked
+        )
+        return {"type": "discard", "seat": self.seat, "card": weakest & _CARD_MASK}
 
     def _claim(
         self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
@@ -428,14 +444,14 @@ class HeuristicBot:
             or current["claimed"]
         ):
             return None
-        # a claim needs two melds in hand; the hand only changes on the bot's own turns
-        if not _holds_two_melds(tuple(hand), wilds, rules):
-            return None
         card = window["card"]
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
         # never claim blindly: only when the claimed card closes the hand (with three melds
         # of three the locked card must sit in one of them: a cheap test first)
         if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
+            return None
+        # a claim needs two melds in hand; the hand only changes on the bot's own turns
+        if not _holds_two_melds(tuple(hand), wilds, rules):
             return None
         if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
