@@ -89,7 +89,16 @@ _LEVEL_SHIFT = CARDS_PER_DECK
 class _ScoreTable:
     """Per meld table: the all-natural template masks and a memo of computed scores."""
 
-    __slots__ = ("around", "memo", "pair_masks", "tables")
+    __slots__ = (
+        "around",
+        "fit_masks",
+        "fits_one",
+        "fits_pair",
+        "fits_two",
+        "memo",
+        "pair_masks",
+        "tables",
+    )
 
     def __init__(self, tables: MeldTables) -> None:
         self.tables = tables
@@ -110,6 +119,28 @@ class _ScoreTable:
         self.memo: dict[int, int] = {}
         """(face, the hand's face counts around it) -> score; at most 52 * 3^8 entries with
         two decks."""
+        # the templates read backwards: which faces a natural pair or face completes
+        fits_pair: list[dict[int, int]] = [{} for _ in range(CARDS_PER_DECK)]
+        fits_one = [0] * CARDS_PER_DECK
+        fits_two = 0
+        for face, pairs in enumerate(tables.templates):
+            for first, second in pairs:
+                if first == JOKER:
+                    fits_two |= 1 << face
+                elif second == JOKER:
+                    fits_one[first] |= 1 << face
+                else:
+                    low, high = sorted((first, second))
+                    fits_pair[low][high] = fits_pair[low].get(high, 0) | 1 << face
+        self.fits_pair = tuple(tuple(row.items()) for row in fits_pair)
+        """Per face a: ``(b, mask)`` for each face b >= a such that the faces in ``mask`` have
+        the template ``(a, b)``."""
+        self.fits_one = tuple(fits_one)
+        """Per face a: the faces with the template ``(a, joker)``."""
+        self.fits_two = fits_two
+        """The faces with the template ``(joker, joker)``."""
+        self.fit_masks: dict[tuple[tuple[int, ...], frozenset[int]], int] = {}
+        """(hand, wild cards) -> ``_fit_mask`` (a memo, emptied when it grows large)."""
 
     def score(self, face: int, levels: list[int]) -> int:
         heavy, light = _NEAR_MASKS[face]
@@ -224,25 +255,43 @@ def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldR
     """
     if card in wilds:
         return True
+    return bool(_fit_mask(hand, wilds, rules) >> (card % CARDS_PER_DECK) & 1)
+
+
+_FIT_MEMO_LIMIT = 4096
+
+
+def _fit_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """The faces that have a template whose natural faces are in ``hand`` and which needs no
+    more jokers than the hand's wild cards (memoised: a hand is asked about several cards)."""
+    table = _score_table(rules.tables)
+    key = (tuple(hand), wilds)
+    mask = table.fit_masks.get(key)
+    if mask is not None:
+        return mask
     present = 0
     jokers = 0
-    for other in hand:
-        present |= 1 << (other % CARDS_PER_DECK)
-        if other in wilds:
+    for card in hand:
+        present |= 1 << (card % CARDS_PER_DECK)
+        if card in wilds:
             jokers += 1
-    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
-        need = 0
-        if first == JOKER:
-            need += 1
-        elif not present >> first & 1:
-            continue
-        if second == JOKER:
-            need += 1
-        elif not present >> second & 1:
-            continue
-        if need <= jokers:
-            return True
-    return False
+    faces = {card % CARDS_PER_DECK for card in hand}
+    fits_pair = table.fits_pair
+    mask = 0
+    for face in faces:
+        for other, fits in fits_pair[face]:
+            if present >> other & 1:
+                mask |= fits
+    if jokers:
+        fits_one = table.fits_one
+        for face in faces:
+            mask |= fits_one[face]
+        if jokers >= 2:
+            mask |= table.fits_two
+    if len(table.fit_masks) >= _FIT_MEMO_LIMIT:
+        table.fit_masks.clear()
+    table.fit_masks[key] = mask
+    return mask
 
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:

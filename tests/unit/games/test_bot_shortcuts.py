@@ -73,6 +73,32 @@ def test_the_close_after_a_draw_is_the_solvers(rules: MeldRules) -> None:
     assert not _closes_after_draw([*melds, 51], 51, frozenset(), rules, frozenset((51,)))
 
 
+def _fits_by_templates(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """``_fits_a_meld`` as first written: the templates of the card's face, one by one."""
+    if card in wilds:
+        return True
+    present = {other % CARDS_PER_DECK for other in hand}
+    jokers = sum(other in wilds for other in hand)
+    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
+        naturals = [slot for slot in (first, second) if slot != JOKER]
+        if all(slot in present for slot in naturals) and 2 - len(naturals) <= jokers:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("rules", [*RULES, MeldRules(wilds_per_meld=0)], ids=repr)
+def test_fits_a_meld_reads_the_templates_backwards_right(rules: MeldRules) -> None:
+    rng = random.Random(99)
+    fitting = 0
+    for hand, _, wilds in _hands(rng, 300):
+        for size in (9, 7, 2):
+            for card in range(0, CARDS_PER_DECK * DECKS, 3):
+                expected = _fits_by_templates(card, hand[:size], wilds, rules)
+                assert _fits_a_meld(card, hand[:size], wilds, rules) == expected
+                fitting += expected
+    assert fitting > 1000
+
+
 def _reference_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
     """The card scores as first written: links counted pair by pair, then a meld bonus."""
     faces = [card % CARDS_PER_DECK for card in hand]
