@@ -228,14 +228,18 @@ def _closes_after_draw(
     wilds: frozenset[int],
     rules: MeldRules,
     locked: frozenset[int],
+    *,
+    no_cover_before: bool = False,
 ) -> bool:
     """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
     cheap tests first for three melds of three.
 
     Unless the drawn card makes a meld with two cards of the hand before the draw, it can only
-    be the discard, so the search for a close discarding it is enough. Otherwise a close keeps
-    two melds that hold neither the drawn card nor the discard, so the hand before the draw
-    already held two disjoint melds (a cached test: the claim windows ask it of that hand).
+    be the discard, so the search for a close discarding it is enough -- and needless when
+    ``no_cover_before`` says that the hand before the draw is known not to be three melds.
+    Otherwise a close keeps two melds that hold neither the drawn card nor the discard, so the
+    hand before the draw already held two disjoint melds (a cached test: the claim windows
+    ask it of that hand).
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
         return can_close(hand, wilds, rules, locked)
@@ -245,7 +249,7 @@ def _closes_after_draw(
         return _holds_two_melds(tuple(before), wilds, rules) and can_close(
             hand, wilds, rules, locked
         )
-    return can_close(hand, wilds, rules, locked, discard=drawn)
+    return not no_cover_before and can_close(hand, wilds, rules, locked, discard=drawn)
 
 
 def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
@@ -307,6 +311,7 @@ class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
     __slots__ = (
+        "_kept",
         "_last_answer",
         "_last_question",
         "_last_rules",
@@ -332,6 +337,9 @@ class HeuristicBot:
         self._shown_wilds: list[int] | None = None
         self._wilds: frozenset[int] = frozenset()
         """The view's wild cards last seen (``_shown_wilds``), as a set."""
+        self._kept: tuple[list[int], frozenset[int]] | None = None
+        """The hand left by the bot's last discard (sorted) and its wild cards: not three melds
+        (or the hand it was in would have closed with that discard)."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
         self._last_answer = False
@@ -467,7 +475,15 @@ class HeuristicBot:
         self, current: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if _closes_after_draw(hand, current["drawn"], wilds, rules, locked):
+        drawn = current["drawn"]
+        kept = self._kept
+        no_cover_before = (
+            kept is not None
+            and kept[1] == wilds
+            and drawn in hand
+            and kept[0] == sorted(card for card in hand if card != drawn)
+        )
+        if _closes_after_draw(hand, drawn, wilds, rules, locked, no_cover_before=no_cover_before):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         salt = self.tie_break * 40503  # self._order(card), inlined
@@ -478,7 +494,10 @@ class HeuristicBot:
             for card in hand
             if card not in locked
         )
-        return {"type": "discard", "seat": self.seat, "card": weakest & _CARD_MASK}
+        card = weakest & _CARD_MASK
+        # that hand did not close, and the card is not locked: what is left is not three melds
+        self._kept = (sorted(other for other in hand if other != card), wilds)
+        return {"type": "discard", "seat": self.seat, "card": card}
 
     def _claim(
         self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules

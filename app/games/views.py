@@ -385,9 +385,6 @@ class LazyRoundView(_LazyDict):
             else None
         ),
         "mandar_count": lambda view: sum(view._round.decisions.values()),
-        "locked": lambda view: (
-            sorted(view._round.locked.intersection(view["hand"])) if view._in_turn() else []
-        ),
     }
 
     def __init__(self, match: CachetaMatch, seat: int, current: RoundState) -> None:
@@ -418,6 +415,9 @@ class LazyRoundView(_LazyDict):
                 "plain_wilds": sorted(plain.intersection(hand)) if plain else [],
                 "my_decision": current.decisions.get(seat),
                 "drawn": current.drawn if in_turn else None,
+                "locked": (
+                    sorted(current.locked.intersection(hand)) if in_turn and current.locked else []
+                ),
                 "claimed": current.phase == "claim_window" and seat in current.claims,
             },
         )
@@ -426,9 +426,6 @@ class LazyRoundView(_LazyDict):
         if key == "mandar_count":
             return self._round.phase == "dealer_deciding" and self._seat == self._round.dealer
         return True
-
-    def _in_turn(self) -> bool:
-        return self._round.phase == "discard" and self._round.turn == self._seat
 
 
 def bot_view(match: CachetaMatch, seat: int) -> LazyPlayerView:
