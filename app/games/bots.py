@@ -9,7 +9,7 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
@@ -87,11 +87,11 @@ _LEVEL_SHIFT = CARDS_PER_DECK
 
 
 class _ScoreTable:
-    """Per meld table: the all-natural template masks and a memo of computed scores."""
+    """Per meld table: the bot's masks (natural pairs, templates read backwards) and memos."""
 
     __slots__ = (
         "around",
-        "fit_masks",
+        "facts",
         "fits_one",
         "fits_pair",
         "fits_two",
@@ -139,8 +139,9 @@ class _ScoreTable:
         """Per face a: the faces with the template ``(a, joker)``."""
         self.fits_two = fits_two
         """The faces with the template ``(joker, joker)``."""
-        self.fit_masks: dict[tuple[tuple[int, ...], frozenset[int]], int] = {}
-        """(hand, wild cards) -> ``_fit_mask`` (a memo, emptied when it grows large)."""
+        self.facts: dict[tuple[tuple[int, ...], frozenset[int]], _HandFacts] = {}
+        """(hand, wild cards) -> what the bot learnt about that hand (a memo, emptied when it
+        grows large): a hand is asked about several cards, on several occasions."""
 
     def score(self, face: int, levels: list[int]) -> int:
         heavy, light = _NEAR_MASKS[face]
@@ -217,9 +218,12 @@ def _levels(hand: list[int]) -> list[int]:
     return levels
 
 
-@lru_cache(maxsize=4096)
-def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
-    return has_two_disjoint_melds(hand, wilds, rules)
+def _holds_two_melds(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """``has_two_disjoint_melds``, memoised with the hand's other facts."""
+    facts = _hand_facts(hand, wilds, rules)
+    if facts.two_melds is None:
+        facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+    return facts.two_melds
 
 
 def _closes_after_draw(
@@ -246,9 +250,7 @@ def _closes_after_draw(
     before = list(hand)
     before.remove(drawn)
     if _fits_a_meld(drawn, before, wilds, rules):
-        return _holds_two_melds(tuple(before), wilds, rules) and can_close(
-            hand, wilds, rules, locked
-        )
+        return _holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
     return not no_cover_before and can_close(hand, wilds, rules, locked, discard=drawn)
 
 
@@ -259,20 +261,32 @@ def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldR
     """
     if card in wilds:
         return True
-    return bool(_fit_mask(hand, wilds, rules) >> (card % CARDS_PER_DECK) & 1)
+    return bool(_hand_facts(hand, wilds, rules).fit_mask >> (card % CARDS_PER_DECK) & 1)
 
 
-_FIT_MEMO_LIMIT = 4096
+class _HandFacts:
+    """What the bot computed about one hand (with given wild cards)."""
+
+    __slots__ = ("fit_mask", "two_melds")
+
+    def __init__(self, fit_mask: int) -> None:
+        self.fit_mask = fit_mask
+        """The faces that have a template whose natural faces are in the hand and which needs
+        no more jokers than the hand's wild cards (``_fits_a_meld``)."""
+        self.two_melds: bool | None = None
+        """``has_two_disjoint_melds`` of the hand, once asked."""
 
 
-def _fit_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
-    """The faces that have a template whose natural faces are in ``hand`` and which needs no
-    more jokers than the hand's wild cards (memoised: a hand is asked about several cards)."""
+_FACTS_LIMIT = 4096
+
+
+def _hand_facts(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> _HandFacts:
+    """The memoised facts of ``hand`` (computing its fit mask the first time)."""
     table = _score_table(rules.tables)
     key = (tuple(hand), wilds)
-    mask = table.fit_masks.get(key)
-    if mask is not None:
-        return mask
+    facts = table.facts.get(key)
+    if facts is not None:
+        return facts
     present = 0
     jokers = 0
     for card in hand:
@@ -292,10 +306,10 @@ def _fit_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
             mask |= fits_one[face]
         if jokers >= 2:
             mask |= table.fits_two
-    if len(table.fit_masks) >= _FIT_MEMO_LIMIT:
-        table.fit_masks.clear()
-    table.fit_masks[key] = mask
-    return mask
+    if len(table.facts) >= _FACTS_LIMIT:
+        table.facts.clear()
+    facts = table.facts[key] = _HandFacts(mask)
+    return facts
 
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
@@ -303,7 +317,7 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
     scores = _card_scores(hand, wilds, rules)
     wild_count = sum(1 for card in hand if card in wilds)
     links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
-    two = 4 if _holds_two_melds(tuple(hand), wilds, rules) else 0
+    two = 4 if _holds_two_melds(hand, wilds, rules) else 0
     return 3 * wild_count + links + two
 
 
@@ -365,7 +379,7 @@ class HeuristicBot:
             mine = wilds - {card} if wild_discard_is_plain else wilds
             if not _fits_a_meld(card, hand, mine, rules):
                 return False  # the cheaper test first
-        return _holds_two_melds(tuple(hand), wilds, rules)
+        return _holds_two_melds(hand, wilds, rules)
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -450,9 +464,7 @@ class HeuristicBot:
         three = rules.meld_shape == "three_threes"
         if (
             not three
-            or (
-                _fits_a_meld(top, hand, mine, rules) and _holds_two_melds(tuple(hand), wilds, rules)
-            )
+            or (_fits_a_meld(top, hand, mine, rules) and _holds_two_melds(hand, wilds, rules))
         ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
@@ -519,7 +531,7 @@ class HeuristicBot:
         if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
             return None
         # a claim needs two melds in hand; the hand only changes on the bot's own turns
-        if not _holds_two_melds(tuple(hand), wilds, rules):
+        if not _holds_two_melds(hand, wilds, rules):
             return None
         if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
