@@ -351,9 +351,9 @@ class HeuristicBot:
         self._shown_wilds: list[int] | None = None
         self._wilds: frozenset[int] = frozenset()
         """The view's wild cards last seen (``_shown_wilds``), as a set."""
-        self._kept: tuple[list[int], frozenset[int]] | None = None
-        """The hand left by the bot's last discard (sorted) and its wild cards: not three melds
-        (or the hand it was in would have closed with that discard)."""
+        self._kept: tuple[list[int], frozenset[int], MeldRules] | None = None
+        """The hand left by the bot's last discard (sorted), its wild cards and the meld rules:
+        not three melds (or the hand it was in would have closed with that discard)."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
         self._last_answer = False
@@ -491,6 +491,7 @@ class HeuristicBot:
         kept = self._kept
         no_cover_before = (
             kept is not None
+            and kept[2] is rules
             and kept[1] == wilds
             and drawn in hand
             and kept[0] == sorted(card for card in hand if card != drawn)
@@ -508,7 +509,7 @@ class HeuristicBot:
         )
         card = weakest & _CARD_MASK
         # that hand did not close, and the card is not locked: what is left is not three melds
-        self._kept = (sorted(other for other in hand if other != card), wilds)
+        self._kept = (sorted(other for other in hand if other != card), wilds, rules)
         return {"type": "discard", "seat": self.seat, "card": card}
 
     def _claim(

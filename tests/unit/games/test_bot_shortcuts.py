@@ -2,19 +2,27 @@
 
 ``_fits_a_meld`` (before a claim, or before taking the discard top) is a necessary condition:
 whenever it says no, ``find_close`` finds nothing, so the bot decides exactly as if it had
-asked the solver. ``_closes_after_draw`` answers exactly what ``find_close`` answers.
+asked the solver. ``_closes_after_draw`` answers exactly what ``find_close`` answers, and
+what the bots keep between decisions never changes one.
 """
 
 from __future__ import annotations
 
+import copy
 import random
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
+from app.games import HeuristicBot, new_match, resolve_options
 from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link_weight
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
+from app.games.simulate import bot_step
 from app.games.solver import find_close
+
+from .support import RandomChance
 
 RULES = [
     MeldRules(),
@@ -124,3 +132,40 @@ def test_card_scores_match_the_pairwise_count() -> None:
         for hand, card, wilds in _hands(rng, 400):
             cards = [*hand, card]
             assert _card_scores(cards, wilds, rules) == _reference_scores(cards, wilds, rules)
+
+
+class _CheckedBot(HeuristicBot):
+    """A bot whose every action is checked against a bot without memos, shown a plain dict."""
+
+    __slots__ = ("acted",)
+
+    def __init__(self, seat: int, tie_break: int = 0) -> None:
+        super().__init__(seat, tie_break)
+        self.acted = 0
+
+    def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
+        fresh = HeuristicBot(self.seat, self.tie_break)
+        fresh.pile_streak = self.pile_streak  # the memory that is part of its play
+        expected = fresh.act(copy.deepcopy(view))  # a deep copy is a plain dict
+        action = super().act(view)
+        assert action == expected
+        self.acted += 1
+        return action
+
+
+def test_the_bots_memos_never_change_a_decision() -> None:
+    """Bots that keep what they learnt (also from one match to the next, under other rules)
+    act as fresh bots would."""
+    seats = 4
+    bots = [_CheckedBot(seat, tie_break=3) for seat in range(seats)]
+    variants = [
+        {},
+        {"wilds_per_meld": 2, "wild_scope": "all_suits"},
+        {"discard_lock_identical": True},
+    ]
+    for index, overrides in enumerate(variants * 2):
+        match = new_match(resolve_options("cacheta-raiz", overrides), seats)
+        chance = RandomChance(index)
+        while not match.over:
+            bot_step(match, chance, bots)
+    assert sum(bot.acted for bot in bots) > 1000
