@@ -375,11 +375,15 @@ class HeuristicBot:
         ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
         not build the view to ask.
         """
+        facts = _hand_facts(hand, wilds, rules)
         if card is not None and rules.meld_shape == "three_threes":
+            # the cheaper test first (the card is not in the hand: the jokers are the same)
             mine = wilds - {card} if wild_discard_is_plain else wilds
-            if not _fits_a_meld(card, hand, mine, rules):
-                return False  # the cheaper test first
-        return _holds_two_melds(hand, wilds, rules)
+            if card not in mine and not facts.fit_mask >> (card % CARDS_PER_DECK) & 1:
+                return False
+        if facts.two_melds is None:
+            facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+        return facts.two_melds
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""

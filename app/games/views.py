@@ -367,7 +367,14 @@ class LazyRoundView(_LazyDict):
         "claimed",
     )
     LAZY: ClassVar[Mapping[str, Callable[[LazyRoundView], Any]]] = {
+        "number": lambda view: view._round.number,
         "seats": lambda view: list(view._round.seats),
+        "stock_count": lambda view: len(view._round.stock),
+        "pile": lambda view: list(view._round.pile),
+        "vira": lambda view: view._round.vira,
+        "turn_number": lambda view: view._round.turns,
+        "taken_from_pile": lambda view: view._round.drawn if view._round.drawn_from_pile else None,
+        "reshuffles": lambda view: view._round.reshuffles,
         "hand_counts": lambda view: [
             [seat, len(view._round.hands.get(seat, ()))] for seat in view._round.seats
         ],
@@ -398,18 +405,11 @@ class LazyRoundView(_LazyDict):
             match,
             seat,
             {
-                "number": current.number,
                 "dealer": current.dealer,
                 "phase": current.phase,
-                "stock_count": len(current.stock),
-                "pile": list(current.pile),
-                "vira": current.vira,
                 "wilds": sorted(current.wilds),
                 "turn": current.turn if revealed else None,
-                "turn_number": current.turns,
-                "taken_from_pile": current.drawn if current.drawn_from_pile else None,
-                "burned": sorted(current.burned),
-                "reshuffles": current.reshuffles,
+                "burned": sorted(current.burned) if current.burned else [],
                 "hand": hand,
                 # only the plain wilds in hand: the others' places are not this player's to see
                 "plain_wilds": sorted(plain.intersection(hand)) if plain else [],
