@@ -97,6 +97,7 @@ class _ScoreTable:
         "fits_two",
         "memo",
         "pair_masks",
+        "pair_partners",
         "tables",
     )
 
@@ -132,9 +133,11 @@ class _ScoreTable:
                 else:
                     low, high = sorted((first, second))
                     fits_pair[low][high] = fits_pair[low].get(high, 0) | 1 << face
-        self.fits_pair = tuple(tuple(row.items()) for row in fits_pair)
-        """Per face a: ``(b, mask)`` for each face b >= a such that the faces in ``mask`` have
+        self.fits_pair = tuple(fits_pair)
+        """Per face a: ``{b: mask}`` for each face b >= a such that the faces in ``mask`` have
         the template ``(a, b)``."""
+        self.pair_partners = tuple(sum(1 << other for other in row) for row in fits_pair)
+        """Per face a: the faces b of ``fits_pair[a]``, as a bit mask."""
         self.fits_one = tuple(fits_one)
         """Per face a: the faces with the template ``(a, joker)``."""
         self.fits_two = fits_two
@@ -295,11 +298,14 @@ def _hand_facts(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) ->
             jokers += 1
     faces = {card % CARDS_PER_DECK for card in hand}
     fits_pair = table.fits_pair
+    pair_partners = table.pair_partners
     mask = 0
     for face in faces:
-        for other, fits in fits_pair[face]:
-            if present >> other & 1:
-                mask |= fits
+        partners = present & pair_partners[face]
+        while partners:  # each partner in the hand, lowest bit first
+            bit = partners & -partners
+            mask |= fits_pair[face][bit.bit_length() - 1]
+            partners ^= bit
     if jokers:
         fits_one = table.fits_one
         for face in faces:
