@@ -336,6 +336,7 @@ class HeuristicBot:
         "_last_question",
         "_last_rules",
         "_options",
+        "_orders",
         "_rules",
         "_shown_wilds",
         "_wilds",
@@ -357,8 +358,11 @@ class HeuristicBot:
         self._shown_wilds: list[int] | None = None
         self._wilds: frozenset[int] = frozenset()
         """The view's wild cards last seen (``_shown_wilds``), as a set."""
-        self._kept: tuple[list[int], frozenset[int], MeldRules] | None = None
-        """The hand left by the bot's last discard (sorted), its wild cards and the meld rules:
+        self._orders: tuple[list[int], int] = ([], tie_break)
+        """``_order_table`` (the discard tie-break of each card id, with the id) and the
+        ``tie_break`` it was made with."""
+        self._kept: tuple[frozenset[int], frozenset[int], MeldRules] | None = None
+        """The hand left by the bot's last discard, its wild cards and the meld rules:
         not three melds (or the hand it was in would have closed with that discard)."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
@@ -499,28 +503,34 @@ class HeuristicBot:
         locked = frozenset(current["locked"])
         drawn = current["drawn"]
         kept = self._kept
+        cards = frozenset(hand)
         no_cover_before = (
             kept is not None
             and kept[2] is rules
             and kept[1] == wilds
-            and drawn in hand
-            and kept[0] == sorted(card for card in hand if card != drawn)
+            and drawn in cards
+            and kept[0] == cards - {drawn}
         )
         if _closes_after_draw(hand, drawn, wilds, rules, locked, no_cover_before=no_cover_before):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
-        salt = self.tie_break * 40503  # self._order(card), inlined
+        orders, tie_break = self._orders
+        if len(orders) <= max(hand) or tie_break != self.tie_break:
+            orders = self._order_table(max(hand) + 1)
+            self._orders = (orders, self.tie_break)
         # the least (score, order) as one int: orders differ between cards (an odd multiplier
         # mod 2^32), so the card in the low bits never decides
         weakest = min(
-            scores[card] << _SCORE_SHIFT | (card * 2654435761 + salt) % _WORD << _CARD_BITS | card
-            for card in hand
-            if card not in locked
+            scores[card] << _SCORE_SHIFT | orders[card] for card in hand if card not in locked
         )
         card = weakest & _CARD_MASK
         # that hand did not close, and the card is not locked: what is left is not three melds
-        self._kept = (sorted(other for other in hand if other != card), wilds, rules)
+        self._kept = (cards - {card}, wilds, rules)
         return {"type": "discard", "seat": self.seat, "card": card}
+
+    def _order_table(self, size: int) -> list[int]:
+        """Per card id below ``size``: ``self._order(card) << _CARD_BITS | card``."""
+        return [self._order(card) << _CARD_BITS | card for card in range(size)]
 
     def _claim(
         self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
