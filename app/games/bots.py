@@ -9,13 +9,14 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
 
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
 from app.games.melds import JOKER, MeldRules, MeldTables
-from app.games.solver import find_close, forms_meld_with, has_two_disjoint_melds
+from app.games.solver import can_close, forms_meld_with, has_two_disjoint_melds
 
 __all__ = ("HeuristicBot", "choose_action", "hand_strength")
 
@@ -32,6 +33,10 @@ CAUTION_EXTRA = 2
 TAKE_MARGIN = 1
 """How much better than the card it replaces the discard top must score to be taken."""
 _WORD = 1 << 32
+_CARD_BITS = 16
+_CARD_MASK = (1 << _CARD_BITS) - 1
+_SCORE_SHIFT = 32 + _CARD_BITS
+_DEFAULT_RULES = MeldRules()
 MAX_PILE_STREAK = 2
 """At most this many draws from the discard pile in a row (unless the card closes)."""
 
@@ -82,9 +87,19 @@ _LEVEL_SHIFT = CARDS_PER_DECK
 
 
 class _ScoreTable:
-    """Per meld table: the all-natural template masks and a memo of computed scores."""
+    """Per meld table: the bot's masks (natural pairs, templates read backwards) and memos."""
 
-    __slots__ = ("around", "memo", "pair_masks", "tables")
+    __slots__ = (
+        "around",
+        "facts",
+        "fits_one",
+        "fits_pair",
+        "fits_two",
+        "memo",
+        "pair_masks",
+        "pair_partners",
+        "tables",
+    )
 
     def __init__(self, tables: MeldTables) -> None:
         self.tables = tables
@@ -105,6 +120,31 @@ class _ScoreTable:
         self.memo: dict[int, int] = {}
         """(face, the hand's face counts around it) -> score; at most 52 * 3^8 entries with
         two decks."""
+        # the templates read backwards: which faces a natural pair or face completes
+        fits_pair: list[dict[int, int]] = [{} for _ in range(CARDS_PER_DECK)]
+        fits_one = [0] * CARDS_PER_DECK
+        fits_two = 0
+        for face, pairs in enumerate(tables.templates):
+            for first, second in pairs:
+                if first == JOKER:
+                    fits_two |= 1 << face
+                elif second == JOKER:
+                    fits_one[first] |= 1 << face
+                else:
+                    low, high = sorted((first, second))
+                    fits_pair[low][high] = fits_pair[low].get(high, 0) | 1 << face
+        self.fits_pair = tuple(fits_pair)
+        """Per face a: ``{b: mask}`` for each face b >= a such that the faces in ``mask`` have
+        the template ``(a, b)``."""
+        self.pair_partners = tuple(sum(1 << other for other in row) for row in fits_pair)
+        """Per face a: the faces b of ``fits_pair[a]``, as a bit mask."""
+        self.fits_one = tuple(fits_one)
+        """Per face a: the faces with the template ``(a, joker)``."""
+        self.fits_two = fits_two
+        """The faces with the template ``(joker, joker)``."""
+        self.facts: dict[tuple[tuple[int, ...], frozenset[int]], _HandFacts] = {}
+        """(hand, wild cards) -> what the bot learnt about that hand (a memo, emptied when it
+        grows large): a hand is asked about several cards, on several occasions."""
 
     def score(self, face: int, levels: list[int]) -> int:
         heavy, light = _NEAR_MASKS[face]
@@ -181,23 +221,40 @@ def _levels(hand: list[int]) -> list[int]:
     return levels
 
 
-@lru_cache(maxsize=4096)
-def _holds_two_melds(hand: tuple[int, ...], wilds: frozenset[int], rules: MeldRules) -> bool:
-    return has_two_disjoint_melds(hand, wilds, rules)
+def _holds_two_melds(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """``has_two_disjoint_melds``, memoised with the hand's other facts."""
+    facts = _hand_facts(hand, wilds, rules)
+    if facts.two_melds is None:
+        facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+    return facts.two_melds
 
 
-def _may_close(hand: list[int], drawn: int | None, wilds: frozenset[int], rules: MeldRules) -> bool:
-    """A cheap necessary condition for ``find_close(hand, ...)`` after drawing ``drawn``.
+def _closes_after_draw(
+    hand: list[int],
+    drawn: int | None,
+    wilds: frozenset[int],
+    rules: MeldRules,
+    locked: frozenset[int],
+    *,
+    no_cover_before: bool = False,
+) -> bool:
+    """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
+    cheap tests first for three melds of three.
 
-    With three melds of three, a close keeps two melds that hold neither the drawn card nor
-    the discard, so the hand before the draw already held two disjoint melds (a cached test:
-    the claim windows ask it of the same hand). ``True`` when the test does not apply.
+    Unless the drawn card makes a meld with two cards of the hand before the draw, it can only
+    be the discard, so the search for a close discarding it is enough -- and needless when
+    ``no_cover_before`` says that the hand before the draw is known not to be three melds.
+    Otherwise a close keeps two melds that hold neither the drawn card nor the discard, so the
+    hand before the draw already held two disjoint melds (a cached test: the claim windows
+    ask it of that hand).
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
-        return True
+        return can_close(hand, wilds, rules, locked)
     before = list(hand)
     before.remove(drawn)
-    return _holds_two_melds(tuple(before), wilds, rules)
+    if _fits_a_meld(drawn, before, wilds, rules):
+        return _holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
+    return not no_cover_before and can_close(hand, wilds, rules, locked, discard=drawn)
 
 
 def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
@@ -207,25 +264,58 @@ def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldR
     """
     if card in wilds:
         return True
+    return bool(_hand_facts(hand, wilds, rules).fit_mask >> (card % CARDS_PER_DECK) & 1)
+
+
+class _HandFacts:
+    """What the bot computed about one hand (with given wild cards)."""
+
+    __slots__ = ("fit_mask", "two_melds")
+
+    def __init__(self, fit_mask: int) -> None:
+        self.fit_mask = fit_mask
+        """The faces that have a template whose natural faces are in the hand and which needs
+        no more jokers than the hand's wild cards (``_fits_a_meld``)."""
+        self.two_melds: bool | None = None
+        """``has_two_disjoint_melds`` of the hand, once asked."""
+
+
+_FACTS_LIMIT = 4096
+
+
+def _hand_facts(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> _HandFacts:
+    """The memoised facts of ``hand`` (computing its fit mask the first time)."""
+    table = _score_table(rules.tables)
+    key = (tuple(hand), wilds)
+    facts = table.facts.get(key)
+    if facts is not None:
+        return facts
     present = 0
     jokers = 0
-    for other in hand:
-        present |= 1 << (other % CARDS_PER_DECK)
-        if other in wilds:
+    for card in hand:
+        present |= 1 << (card % CARDS_PER_DECK)
+        if card in wilds:
             jokers += 1
-    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
-        need = 0
-        if first == JOKER:
-            need += 1
-        elif not present >> first & 1:
-            continue
-        if second == JOKER:
-            need += 1
-        elif not present >> second & 1:
-            continue
-        if need <= jokers:
-            return True
-    return False
+    faces = {card % CARDS_PER_DECK for card in hand}
+    fits_pair = table.fits_pair
+    pair_partners = table.pair_partners
+    mask = 0
+    for face in faces:
+        partners = present & pair_partners[face]
+        while partners:  # each partner in the hand, lowest bit first
+            bit = partners & -partners
+            mask |= fits_pair[face][bit.bit_length() - 1]
+            partners ^= bit
+    if jokers:
+        fits_one = table.fits_one
+        for face in faces:
+            mask |= fits_one[face]
+        if jokers >= 2:
+            mask |= table.fits_two
+    if len(table.facts) >= _FACTS_LIMIT:
+        table.facts.clear()
+    facts = table.facts[key] = _HandFacts(mask)
+    return facts
 
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
@@ -233,14 +323,27 @@ def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> i
     scores = _card_scores(hand, wilds, rules)
     wild_count = sum(1 for card in hand if card in wilds)
     links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
-    two = 4 if _holds_two_melds(tuple(hand), wilds, rules) else 0
+    two = 4 if _holds_two_melds(hand, wilds, rules) else 0
     return 3 * wild_count + links + two
 
 
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
-    __slots__ = ("pile_streak", "seat", "tie_break")
+    __slots__ = (
+        "_kept",
+        "_last_answer",
+        "_last_question",
+        "_last_rules",
+        "_options",
+        "_orders",
+        "_rules",
+        "_shown_wilds",
+        "_wilds",
+        "pile_streak",
+        "seat",
+        "tie_break",
+    )
 
     def __init__(self, seat: int, tie_break: int = 0) -> None:
         self.seat = seat
@@ -248,34 +351,75 @@ class HeuristicBot:
         self.tie_break = tie_break
         """Seed of the hash that orders equally good discards."""
         self.pile_streak = 0
-        """Draws from the discard pile in a row (the bot's only memory)."""
+        """Draws from the discard pile in a row (the bot's only memory of the game)."""
+        self._options: Mapping[str, Any] | None = None
+        self._rules = _DEFAULT_RULES
+        """The meld rules of the options last seen (``_options``)."""
+        self._shown_wilds: list[int] | None = None
+        self._wilds: frozenset[int] = frozenset()
+        """The view's wild cards last seen (``_shown_wilds``), as a set."""
+        self._orders: tuple[list[int], int] = ([], tie_break)
+        """``_order_table`` (the discard tie-break of each card id, with the id) and the
+        ``tie_break`` it was made with."""
+        self._kept: tuple[frozenset[int], frozenset[int], MeldRules] | None = None
+        """The hand left by the bot's last discard, its wild cards and the meld rules:
+        not three melds (or the hand it was in would have closed with that discard)."""
+        self._last_question: tuple[Any, ...] = ()
+        self._last_rules: MeldRules | None = None
+        self._last_answer = False
+        """The last :meth:`_closes_with` question, its meld rules and its answer."""
 
-    def may_claim(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    def may_claim(
+        self,
+        hand: list[int],
+        wilds: frozenset[int],
+        rules: MeldRules,
+        card: int | None = None,
+        wild_discard_is_plain: bool = False,
+    ) -> bool:
         """A cheap necessary condition for :meth:`act` to claim in an open claim window.
 
         ``hand`` and ``wilds`` are what the view would show (the hand, and the wild cards less
-        the plain wilds in it); ``False`` means ``act`` would return ``None`` (no two melds
-        in hand), so the driver need not build the view to ask.
+        the plain wilds in it), ``card`` the discard (the top of the pile) and
+        ``wild_discard_is_plain`` the option of that name; ``False`` means ``act`` would return
+        ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
+        not build the view to ask.
         """
-        return _holds_two_melds(tuple(hand), wilds, rules)
+        facts = _hand_facts(hand, wilds, rules)
+        if card is not None and rules.meld_shape == "three_threes":
+            # the cheaper test first (the card is not in the hand: the jokers are the same)
+            mine = wilds - {card} if wild_discard_is_plain else wilds
+            if card not in mine and not facts.fit_mask >> (card % CARDS_PER_DECK) & 1:
+                return False
+        if facts.two_melds is None:
+            facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+        return facts.two_melds
 
-    def act(self, view: dict[str, Any]) -> dict[str, Any] | None:
+    def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
-        current = view.get("round")
-        if view.get("over") or current is None or view.get("waiting_for_chance"):
+        current = view["round"]
+        if current is None or view["over"] or view["waiting_for_chance"]:
             return None
         options = view["options"]
-        rules = _rules(
-            options["meld_shape"],
-            options["ace_high"],
-            options["set_same_suit_allowed"],
-            options["wilds_per_meld"],
-            options["full_close_allowed"] and options["meld_shape"] != "three_threes",
-        )
+        if options is not self._options:  # the same options object: the same rules
+            self._options = options
+            self._rules = _rules(
+                options["meld_shape"],
+                options["ace_high"],
+                options["set_same_suit_allowed"],
+                options["wilds_per_meld"],
+                options["full_close_allowed"] and options["meld_shape"] != "three_threes",
+            )
+        rules = self._rules
         seat = self.seat
         phase = current["phase"]
         hand: list[int] = current["hand"]
-        wilds = frozenset(current["wilds"]).difference(current["plain_wilds"])
+        shown = current["wilds"]
+        if shown != self._shown_wilds:  # the same wild cards all round
+            self._shown_wilds = shown
+            self._wilds = frozenset(shown)
+        plain = current["plain_wilds"]
+        wilds = self._wilds.difference(plain) if plain else self._wilds
         if phase == "deciding":
             if seat == current["dealer"] or current["my_decision"] is not None or not hand:
                 return None
@@ -296,7 +440,7 @@ class HeuristicBot:
 
     def _decide(
         self,
-        view: dict[str, Any],
+        view: Mapping[str, Any],
         hand: list[int],
         wilds: frozenset[int],
         rules: MeldRules,
@@ -311,14 +455,14 @@ class HeuristicBot:
         return {"type": "decide", "seat": self.seat, "mandar": mandar}
 
     def _draw(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         take = self._wants_top(view, hand, wilds, rules)
         self.pile_streak = self.pile_streak + 1 if take else 0
         return {"type": "draw_discard" if take else "draw_stock", "seat": self.seat}
 
     def _wants_top(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> bool:
         current = view["round"]
         pile = current["pile"]
@@ -334,44 +478,62 @@ class HeuristicBot:
         three = rules.meld_shape == "three_threes"
         if (
             not three
-            or (
-                _holds_two_melds(tuple(hand), wilds, rules) and _fits_a_meld(top, hand, mine, rules)
-            )
-        ) and find_close([*hand, top], mine, rules, self._locks(view, top)):
+            or (_fits_a_meld(top, hand, mine, rules) and _holds_two_melds(hand, wilds, rules))
+        ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
         if top in mine:
             return True
         # take it only to complete a natural meld, and only if it beats the card it replaces
-        face = top % CARDS_PER_DECK
-        present = {card % CARDS_PER_DECK for card in hand if card not in mine}
-        if not any(
-            first in present and second in present
-            for first, second in rules.tables.templates[face]
-            if first >= 0 and second >= 0
-        ):
+        present = 0
+        for card in hand:
+            if card not in mine:
+                present |= 1 << (card % CARDS_PER_DECK)
+        pairs = _score_table(rules.tables).pair_masks[top % CARDS_PER_DECK]
+        if not any(present & pair == pair for pair in pairs):
             return False
         scores = _card_scores([*hand, top], mine, rules)
         worst = min(score for card, score in scores.items() if card != top)
         return scores[top] > worst + TAKE_MARGIN
 
     def _discard(
-        self, current: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, current: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any]:
         locked = frozenset(current["locked"])
-        if _may_close(hand, current["drawn"], wilds, rules) and (
-            find_close(hand, wilds, rules, locked) is not None
-        ):
+        drawn = current["drawn"]
+        kept = self._kept
+        cards = frozenset(hand)
+        no_cover_before = (
+            kept is not None
+            and kept[2] is rules
+            and kept[1] == wilds
+            and drawn in cards
+            and kept[0] == cards - {drawn}
+        )
+        if _closes_after_draw(hand, drawn, wilds, rules, locked, no_cover_before=no_cover_before):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
-        candidates = [card for card in hand if card not in locked]
-        salt = self.tie_break * 40503  # self._order(card), inlined
-        card = min(candidates, key=lambda card: (scores[card], (card * 2654435761 + salt) % _WORD))
+        orders, tie_break = self._orders
+        if len(orders) <= max(hand) or tie_break != self.tie_break:
+            orders = self._order_table(max(hand) + 1)
+            self._orders = (orders, self.tie_break)
+        # the least (score, order) as one int: orders differ between cards (an odd multiplier
+        # mod 2^32), so the card in the low bits never decides
+        weakest = min(
+            scores[card] << _SCORE_SHIFT | orders[card] for card in hand if card not in locked
+        )
+        card = weakest & _CARD_MASK
+        # that hand did not close, and the card is not locked: what is left is not three melds
+        self._kept = (cards - {card}, wilds, rules)
         return {"type": "discard", "seat": self.seat, "card": card}
 
+    def _order_table(self, size: int) -> list[int]:
+        """Per card id below ``size``: ``self._order(card) << _CARD_BITS | card``."""
+        return [self._order(card) << _CARD_BITS | card for card in range(size)]
+
     def _claim(
-        self, view: dict[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
+        self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
     ) -> dict[str, Any] | None:
         current = view["round"]
         window = current["claim_window"]
@@ -383,21 +545,45 @@ class HeuristicBot:
             or current["claimed"]
         ):
             return None
-        # a claim needs two melds in hand; the hand only changes on the bot's own turns
-        if not _holds_two_melds(tuple(hand), wilds, rules):
-            return None
         card = window["card"]
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
         # never claim blindly: only when the claimed card closes the hand (with three melds
         # of three the locked card must sit in one of them: a cheap test first)
         if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
             return None
-        if find_close([*hand, card], mine, rules, self._locks(view, card), allow_full=False):
+        # a claim needs two melds in hand; the hand only changes on the bot's own turns
+        if not _holds_two_melds(hand, wilds, rules):
+            return None
+        if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
         return None
 
+    def _closes_with(
+        self,
+        hand: list[int],
+        card: int,
+        wilds: frozenset[int],
+        rules: MeldRules,
+        locks: frozenset[int],
+        *,
+        allow_full: bool,
+    ) -> bool:
+        """Whether ``hand`` plus the discard ``card`` (locked with ``locks``) closes.
+
+        The answer to the last question is kept: the next player is asked about the same hand
+        and card twice, in the claim window and then before drawing.
+        """
+        question = (hand, card, wilds, locks, allow_full and rules.full_close_allowed)
+        if rules is self._last_rules and question == self._last_question:
+            return self._last_answer
+        answer = can_close([*hand, card], wilds, rules, locks, allow_full=allow_full)
+        self._last_question = (list(hand), *question[1:])
+        self._last_rules = rules
+        self._last_answer = answer
+        return answer
+
     @staticmethod
-    def _locks(view: dict[str, Any], card: int) -> frozenset[int]:
+    def _locks(view: Mapping[str, Any], card: int) -> frozenset[int]:
         if view["options"]["discard_lock_identical"]:
             return frozenset((card, *identical_ids(card, view["decks"])))
         return frozenset((card,))
@@ -406,6 +592,6 @@ class HeuristicBot:
         return (card * 2654435761 + self.tie_break * 40503) % _WORD
 
 
-def choose_action(view: dict[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
+def choose_action(view: Mapping[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:
     """What the heuristic bot of ``seat`` does given its player ``view`` (``None``: wait)."""
     return HeuristicBot(seat, tie_break).act(view)

@@ -142,6 +142,9 @@ class MeldTables:
     partners: tuple[int, ...]
     """For each face f, a bit mask of the faces g such that f and g are both natural in some
     valid 3-meld (the faces a natural card needs next to it when a meld has <= 1 joker)."""
+    upper: tuple[tuple[tuple[int, int], ...], ...]
+    """For each face f, the ``templates`` of f whose natural faces are all ``>= f``, in the
+    same order: a search that always places the lowest face left never needs the others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,4 +188,8 @@ def _build_tables(ace_high: bool, set_same_suit_allowed: bool, wilds_per_meld: i
                 if slot != JOKER:
                     mask |= 1 << slot
         partners.append(mask)
-    return MeldTables(templates=tuple(templates), partners=tuple(partners))
+    upper = tuple(
+        tuple(pair for pair in pairs if all(slot == JOKER or slot >= face for slot in pair))
+        for face, pairs in enumerate(templates)
+    )
+    return MeldTables(templates=tuple(templates), partners=tuple(partners), upper=upper)

@@ -28,7 +28,14 @@ from itertools import product
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT
 from app.games.melds import JOKER, MAX_RUN_LENGTH, MeldRules
 
-__all__ = ("CloseResult", "CoverSearch", "Designation", "HandSplit", "designations")
+__all__ = (
+    "CloseResult",
+    "CountSearch",
+    "CoverSearch",
+    "Designation",
+    "HandSplit",
+    "designations",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +70,8 @@ def designations(wild: dict[int, list[int]], locked: frozenset[int]) -> Iterator
         yield Designation({}, [])
         return
     faces = sorted(wild)
-    if len(faces) == 1 and not locked:
+    if len(faces) == 1 and locked.isdisjoint(wild[faces[0]]):
+        # (the general case below gives the same designations when no wild copy is locked)
         face = faces[0]
         copies = wild[face]
         for split in range(len(copies) + 1):
@@ -112,7 +120,8 @@ class CoverSearch:
         self, hand: HandSplit, rules: MeldRules, locked: frozenset[int], cover: bool
     ) -> None:
         self.rules = rules
-        self.tables = rules.tables.templates
+        # the lowest face left is always the one placed: templates with a lower face never fit
+        self.tables = rules.tables.upper
         self.cover = cover
         self.hand = hand
         self.locked = locked
@@ -381,3 +390,164 @@ class HandSplit:
         if filtered and wild:
             partners = rules.tables.partners
             self.lonely_wild = frozenset(face for face in wild if not partners[face] & present)
+
+
+# --- boolean searches on face counts (three_threes closes, two melds in hand) ---------------
+# The same depth-first search as CoverSearch.threes, without the designation objects, the
+# card-id bookkeeping or the path: they only answer yes or no. solver.can_close and
+# solver.has_two_disjoint_melds use them; tests/unit/games/test_solver.py checks them against
+# the general search and the brute-force reference.
+
+
+class CountSearch:
+    """3-card melds taken from face counts; every method restores ``count`` before returning.
+
+    Templates come from ``upper`` (``MeldTables.upper``): the face placed is always the lowest
+    one left, so templates with a lower face never fit.
+    """
+
+    __slots__ = ("count", "discardable", "joker_discardable", "order", "upper")
+
+    def __init__(
+        self, count: list[int], order: list[int], upper: tuple[tuple[tuple[int, int], ...], ...]
+    ) -> None:
+        self.count = count
+        """Natural copies per face (wild faces: per designation)."""
+        self.order = order
+        """The faces of the hand, ascending."""
+        self.upper = upper
+        self.discardable: list[bool] | None = None
+        """Per face, whether an unlocked natural copy exists (``None``: nothing is locked)."""
+        self.joker_discardable = False
+        """Whether an unlocked joker exists."""
+
+    def cover(self, need: int, skips: int, jokers: int) -> bool:
+        """Whether the counts split into ``need`` melds and exactly ``skips`` discards (a face
+        in ``discardable``, or an unlocked joker)."""
+        count = self.count
+        order = self.order
+        index = 0
+        for index, face in enumerate(order):  # noqa: B007 - index is read after the loop
+            if count[face]:
+                break
+        else:
+            face = JOKER
+        if need == 0:
+            if face == JOKER:
+                return jokers == 0 or (skips > 0 and jokers == 1 and self.joker_discardable)
+            if not skips or jokers or count[face] != 1:
+                return False
+            if self.discardable is not None and not self.discardable[face]:
+                return False
+            return not any(count[other] for other in order[index + 1 :])
+        if face == JOKER:
+            return False
+        count[face] -= 1
+        for first, second in self.upper[face]:
+            used = 0
+            if first == JOKER:
+                used = 2
+                if jokers < 2:
+                    continue
+            else:
+                if not count[first]:
+                    continue
+                if second == JOKER:
+                    if not jokers:
+                        continue
+                    used = 1
+                elif not count[second] or (second == first and count[first] < 2):
+                    continue
+                count[first] -= 1
+                if second != JOKER:
+                    count[second] -= 1
+            found = self.cover(need - 1, skips, jokers - used)
+            if first != JOKER:
+                count[first] += 1
+                if second != JOKER:
+                    count[second] += 1
+            if found:
+                count[face] += 1
+                return True
+        found = False
+        if skips and (self.discardable is None or self.discardable[face]):
+            found = self.cover(need, skips - 1, jokers)
+        count[face] += 1
+        return found
+
+    def two_melds(self, jokers: int, start: int = 0) -> bool:
+        """Whether two disjoint melds can be taken from the faces ``order[start:]``."""
+        count = self.count
+        order = self.order
+        for index in range(start, len(order)):
+            face = order[index]
+            if not count[face]:
+                continue
+            count[face] -= 1
+            for first, second in self.upper[face]:
+                used = 0
+                if first == JOKER:
+                    used = 2
+                    if jokers < 2:
+                        continue
+                else:
+                    if not count[first]:
+                        continue
+                    if second == JOKER:
+                        if not jokers:
+                            continue
+                        used = 1
+                    elif not count[second] or (second == first and count[first] < 2):
+                        continue
+                    count[first] -= 1
+                    if second != JOKER:
+                        count[second] -= 1
+                found = self.one_meld(jokers - used, index)
+                if first != JOKER:
+                    count[first] += 1
+                    if second != JOKER:
+                        count[second] += 1
+                if found:
+                    count[face] += 1
+                    return True
+            # no first meld holds this face: set all its copies aside, as lower faces are
+            count[face] += 1
+            held = count[face]
+            count[face] = 0
+            found = self.two_melds(jokers, index + 1)
+            count[face] = held
+            return found
+        return False
+
+    def one_meld(self, jokers: int, start: int) -> bool:
+        """Whether one meld can be taken from the faces ``order[start:]``."""
+        count = self.count
+        upper = self.upper
+        faces = self.order[start:]
+        if jokers >= 2:
+            # a (joker, joker) template (sorted last) needs only its face, if the rules have one
+            for face in faces:
+                if count[face] and upper[face] and upper[face][-1][0] == JOKER:
+                    return True
+        for face in faces:
+            have = count[face]
+            if not have:
+                continue
+            for first, second in upper[face]:
+                if first == JOKER:
+                    continue
+                if first == face:  # then second is this face too, or higher, or a joker
+                    if have < 2:
+                        continue
+                    if second == JOKER:
+                        if jokers:
+                            return True
+                    elif have >= (3 if second == face else 2) and count[second]:
+                        return True
+                elif count[first]:
+                    if second == JOKER:
+                        if jokers:
+                            return True
+                    elif count[second] and (second != first or count[first] >= 2):
+                        return True
+        return False

@@ -12,15 +12,16 @@ from __future__ import annotations
 import hashlib
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from app.games.bots import HeuristicBot
-from app.games.cacheta import CachetaMatch, new_match
+from app.games.cacheta import PLAYER_ACTIONS, CachetaMatch, new_match
+from app.games.errors import GameError
 from app.games.events import ClaimResolved, Closed, Event, RoundEnded, TurnStarted
 from app.games.options import RummyOptions
-from app.games.views import player_view
+from app.games.views import bot_view
 
 __all__ = (
     "ChanceSource",
@@ -136,21 +137,30 @@ class _Sha256Stream:
     def randbelow(self, n: int) -> int:
         if n <= 0:
             raise ValueError("n must be positive")
-        limit = (1 << 64) - (1 << 64) % n
+        limit = _SPAN - _SPAN % n
         while True:
             value = self._word()
             if value < limit:
                 return value % n
 
     def permutation(self, n: int) -> list[int]:
+        # Fisher-Yates with ``randbelow(index + 1)`` inlined (the same words, the same result)
         items = list(range(n))
+        words = self.words
         for index in range(n - 1, 0, -1):
-            other = self.randbelow(index + 1)
+            bound = index + 1
+            limit = _SPAN - _SPAN % bound
+            while True:
+                value = words.pop() if words else self._word()
+                if value < limit:
+                    break
+            other = value % bound
             items[index], items[other] = items[other], items[index]
         return items
 
 
 _FOUR_WORDS = struct.Struct(">4Q")
+_SPAN = 1 << 64
 
 
 def sha256_stand_in_stream(seed: bytes, label: str) -> RandomStream:
@@ -211,28 +221,44 @@ def bot_step(
         ask = [current.dealer]
     elif current.phase == "claim_window":
         events: tuple[Event, ...] = ()
+        card = current.pile[-1]
+        plain_discard = match.options.wild_from_discard_is_plain
         for seat in current.players:
             if seat == current.turn or seat in current.burned:
                 continue  # the discarder and burned players cannot claim: no need to ask
             hand = current.hands[seat]
             plain = current.plain.get(seat)
             wilds = current.wilds.difference(plain.intersection(hand)) if plain else current.wilds
-            if not bots[seat].may_claim(hand, wilds, match.rules):
-                continue  # the bot claims only with two melds in hand: no need for a view
-            action = bots[seat].act(player_view(match, seat, hints=False))
+            if not bots[seat].may_claim(hand, wilds, match.rules, card, plain_discard):
+                continue  # the bot would not claim (no two melds, or no meld for the card)
+            action = bots[seat].act(bot_view(match, seat))
             if action is not None:
-                events += match.apply(action)
+                events += _send(match, action)
         return events + match.claim_window_closed()
     else:
         assert current.turn is not None
         ask = [current.turn]
     for seat in ask:
-        action = bots[seat].act(player_view(match, seat, hints=False))
+        action = bots[seat].act(bot_view(match, seat))
         if action is not None:
-            return match.apply(action)
+            return _send(match, action)
     deadline = match.current_deadline()
     assert deadline is not None
     return match.timeout(deadline.token)
+
+
+_PLAYER_ACTION_TYPES = frozenset(action.type for action in PLAYER_ACTIONS)
+
+
+def _send(match: CachetaMatch, action: Mapping[str, Any]) -> tuple[Event, ...]:
+    """``match.apply(action)`` for a bot's action, without first parsing the dict into an input
+    record: the match method its ``type`` names is called with its fields, as ``apply`` would
+    (the method verifies them and records the same input)."""
+    kind = action["type"]
+    if kind not in _PLAYER_ACTION_TYPES:
+        raise GameError("unknown_action", f"a bot sent the action {kind!r}", {"type": kind})
+    method: Callable[..., tuple[Event, ...]] = getattr(match, kind)
+    return method(**{name: value for name, value in action.items() if name != "type"})
 
 
 @dataclass(slots=True)

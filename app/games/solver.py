@@ -10,11 +10,19 @@ Exactness is checked against a brute-force reference over every option
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import product
 
 from app.games.cards import CARDS_PER_DECK
 from app.games.melds import JOKER, MeldRules, is_valid_meld
 from app.games.options import RummyOptions
-from app.games.search import CloseResult, CoverSearch, Designation, HandSplit, designations
+from app.games.search import (
+    CloseResult,
+    CountSearch,
+    CoverSearch,
+    Designation,
+    HandSplit,
+    designations,
+)
 
 __all__ = (
     "CloseResult",
@@ -166,9 +174,112 @@ def can_close(
     wilds: frozenset[int] | set[int] = _NO_CARDS,
     rules: Rules = None,
     locked: frozenset[int] = _NO_CARDS,
+    *,
+    discard: int | None = None,
+    allow_full: bool = True,
 ) -> bool:
-    """Whether ``find_close`` finds any close."""
-    return find_close(cards, wilds, rules, locked) is not None
+    """Whether ``find_close`` finds any close (for three melds of three, by a search that
+    does not build the close)."""
+    rules = _meld_rules(rules)
+    if rules.meld_shape != "three_threes":
+        found = find_close(cards, wilds, rules, locked, discard=discard, allow_full=allow_full)
+        return found is not None
+    if discard is not None:
+        if discard in locked or discard not in cards:
+            return False
+        rest = list(cards)
+        rest.remove(discard)
+        return _threes_close(rest, wilds, rules, locked, 0)
+    if allow_full and rules.full_close_allowed and _threes_close(cards, wilds, rules, locked, 0):
+        return True
+    return _threes_close(cards, wilds, rules, locked, 1)
+
+
+def _threes_close(
+    cards: Sequence[int],
+    wilds: frozenset[int] | set[int],
+    rules: MeldRules,
+    locked: frozenset[int],
+    skips: int,
+) -> bool:
+    """``solve(cards, wilds, rules, locked, skips) is not None`` for three melds of three:
+    the same filters, designations and search (``search.threes_cover``), on face counts."""
+    if len(cards) != 9 + skips:
+        return False
+    tables = rules.tables
+    partners = tables.partners
+    filtered = rules.wilds_per_meld <= 1 and not rules.set_same_suit_allowed
+    present = 0
+    for card in cards:
+        present |= 1 << (card % CARDS_PER_DECK)
+    if filtered:
+        lonely = [
+            card
+            for card in cards
+            if not partners[card % CARDS_PER_DECK] & present and card not in wilds
+        ]
+        if len(lonely) > skips:
+            return False
+        if lonely:  # the partnerless card is the only possible discard
+            if lonely[0] in locked:
+                return False
+            rest = list(cards)
+            rest.remove(lonely[0])
+            return _threes_close(rest, wilds, rules, locked, 0)
+    count = [0] * CARDS_PER_DECK
+    plain: dict[int, list[int]] = {}
+    wild: dict[int, list[int]] = {}
+    for card in cards:
+        face = card % CARDS_PER_DECK
+        if card in wilds:
+            wild.setdefault(face, []).append(card)
+        else:
+            count[face] += 1
+            plain.setdefault(face, []).append(card)
+    search = CountSearch(count, sorted(plain.keys() | wild.keys()), tables.upper)
+    discardable: list[bool] | None = None
+    if locked:
+        discardable = search.discardable = [True] * CARDS_PER_DECK
+        for card in locked:
+            face = card % CARDS_PER_DECK
+            if face in plain:
+                discardable[face] = any(other not in locked for other in plain[face])
+    lonely_wild = [face for face in wild if filtered and not partners[face] & present]
+    joker_cap = 3 * rules.wilds_per_meld + skips
+    if not wild:
+        return search.cover(3, skips, 0)
+    if len(wild) == 1:
+        face, copies = next(iter(wild.items()))
+        if locked.isdisjoint(copies):
+            # designations() in short: the first ``jokers`` copies substitute, the rest stand
+            held = len(plain.get(face, ()))
+            plain_discardable = discardable is not None and discardable[face] and held > 0
+            for substituting in range(min(len(copies), joker_cap) + 1):
+                standing = len(copies) - substituting
+                if lonely_wild and standing > skips:
+                    continue  # standing wilds with no partner could only be discards
+                count[face] = held + standing
+                if discardable is not None:
+                    discardable[face] = standing > 0 or plain_discardable
+                search.joker_discardable = substituting > 0
+                if search.cover(3, skips, substituting):
+                    return True
+            return False
+    for designation in designations(wild, locked):
+        jokers = designation.jokers
+        if len(jokers) > joker_cap:
+            continue
+        if lonely_wild and sum(len(designation.standing[face]) for face in lonely_wild) > skips:
+            continue  # standing wilds with no partner could only be discards
+        for face, stand in designation.standing.items():
+            natural = plain.get(face, [])
+            count[face] = len(natural) + len(stand)
+            if discardable is not None:
+                discardable[face] = any(card not in locked for card in (*natural, *stand))
+        search.joker_discardable = any(card not in locked for card in jokers)
+        if search.cover(3, skips, len(jokers)):
+            return True
+    return False
 
 
 def closing_discards(
@@ -202,19 +313,41 @@ def has_two_disjoint_melds(
 ) -> bool:
     """Whether the hand holds two valid melds with no card in common (the claim condition).
 
-    Any valid meld of 4+ cards contains a valid 3-card meld, so 3-card melds suffice.
+    Any valid meld of 4+ cards contains a valid 3-card meld, so 3-card melds suffice. The
+    search (``search.two_melds``) runs on face counts, for every split of the wild cards
+    into natural-standing and joker copies.
     """
     rules = _meld_rules(rules)
-    lonely = lonely_plain(cards, wilds, rules)
-    if lonely:
-        cards = [card for card in cards if card not in lonely]  # they fit in no meld
-    if len(cards) < 6:
+    tables = rules.tables
+    partners = tables.partners
+    # with at most one joker per meld, a plain card with no partner face fits in no meld
+    filtered = rules.wilds_per_meld <= 1 and not rules.set_same_suit_allowed
+    present = 0
+    for card in cards:
+        present |= 1 << (card % CARDS_PER_DECK)
+    count = [0] * CARDS_PER_DECK
+    wild: dict[int, int] = {}
+    faces = set()
+    for card in cards:
+        face = card % CARDS_PER_DECK
+        if card in wilds:
+            wild[face] = wild.get(face, 0) + 1
+        elif filtered and not partners[face] & present:
+            continue
+        else:
+            count[face] += 1
+        faces.add(face)
+    if sum(count[face] for face in faces) + sum(wild.values()) < 6:
         return False
-    hand = HandSplit(cards, wilds, rules, filtered=False)
-    search = CoverSearch(hand, rules, _NO_CARDS, cover=False)
-    for designation in designations(hand.wild, _NO_CARDS):
-        search.designate(designation)
-        if search.threes(2, _MANY, len(designation.jokers), len(cards)):
+    search = CountSearch(count, sorted(faces), tables.upper)
+    if not wild:
+        return search.two_melds(0)
+    wild_faces = sorted(wild)
+    held = [count[face] for face in wild_faces]
+    for split in product(*(range(wild[face] + 1) for face in wild_faces)):
+        for face, plain, jokers in zip(wild_faces, held, split, strict=True):
+            count[face] = plain + wild[face] - jokers
+        if search.two_melds(sum(split)):
             return True
     return False
 

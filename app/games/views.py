@@ -10,8 +10,8 @@ eliminations, the card taken from the discard pile, burned players, closers' mel
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from app.games.events import (
     Claimed,
@@ -23,13 +23,17 @@ from app.games.events import (
     Reshuffled,
 )
 from app.games.solver import find_close, has_two_disjoint_melds
-from app.games.state import PLAY_PHASES
+from app.games.state import PLAY_PHASES, RoundState
 
 if TYPE_CHECKING:
     from app.games.cacheta import CachetaMatch
 
 __all__ = (
     "CARD_FIELDS",
+    "LazyPlayerView",
+    "LazyRoundView",
+    "StaleViewError",
+    "bot_view",
     "full_view",
     "player_view",
     "spectator_view",
@@ -157,6 +161,277 @@ def player_view(match: CachetaMatch, seat: int, hints: bool = True) -> dict[str,
             else False
         )
     return view
+
+
+class StaleViewError(RuntimeError):
+    """A lazy view was read after the match moved on (a bug in the driver)."""
+
+
+class _LazyDict(dict[str, Any]):
+    """A dict of which some values (``LAZY``) are computed from the match on first read.
+
+    Reading a key (``view[key]``, ``get``, ``in``) computes at most that value; anything that
+    uses the whole dict (iteration, length, comparison, copy, pickling, mutation) first
+    computes every value, in ``ORDER``, so the dict is then the plain one. Computing a value
+    after the match has moved on raises :class:`StaleViewError`: a view is of one moment.
+    """
+
+    __slots__ = ("_match", "_pending", "_seat", "_steps")
+    ORDER: ClassVar[tuple[str, ...]] = ()
+    """Every key, in the order of the plain dict."""
+    LAZY: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
+    """The keys computed on first read, with how to compute them (``compute(view)``)."""
+
+    def __init__(self, match: CachetaMatch, seat: int, eager: dict[str, Any]) -> None:
+        dict.__init__(self, eager)
+        self._match = match
+        self._seat = seat
+        self._steps = match.steps
+        self._pending = True
+        """Whether some ``LAZY`` value may not be computed yet."""
+
+    def _present(self, key: str) -> bool:
+        """Whether the optional ``key`` is part of this view (every key by default)."""
+        return True
+
+    def __missing__(self, key: str) -> Any:
+        compute = self.LAZY.get(key)
+        if compute is None or not self._pending or not self._present(key):
+            raise KeyError(key)
+        if self._match.steps != self._steps:
+            raise StaleViewError("the match has changed since this view was built")
+        value = compute(self)
+        dict.__setitem__(self, key, value)
+        return value
+
+    def _complete(self) -> None:
+        if self._pending:
+            items = [(key, self[key]) for key in self.ORDER if self._present(key)]
+            self._pending = False
+            dict.clear(self)
+            dict.update(self, items)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        return self._pending and key in self.LAZY and self._present(str(key))
+
+    def __eq__(self, other: object) -> bool:
+        self._complete()
+        if isinstance(other, _LazyDict):
+            other._complete()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = dict.__hash__  # None: a dict is not hashable
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        self._complete()
+        return dict, (dict(self),)  # copies and pickles are plain dicts
+
+
+def _completing(name: str) -> Any:
+    plain = getattr(dict, name)
+
+    def method(self: _LazyDict, *args: Any, **kwargs: Any) -> Any:
+        self._complete()
+        return plain(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in (
+    "__iter__",
+    "__len__",
+    "__repr__",
+    "__reversed__",
+    "__or__",
+    "__ror__",
+    "__ior__",
+    "__setitem__",
+    "__delitem__",
+    "clear",
+    "copy",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+):
+    setattr(_LazyDict, _name, _completing(_name))
+
+
+class LazyPlayerView(_LazyDict):
+    """``player_view(match, seat, hints=False)``, its costlier values computed on first read.
+
+    It is a dict equal to that view (key order included, once complete), so whoever reads it
+    sees exactly the player view and nothing more; values nobody reads are never computed.
+    Its ``round`` is a :class:`LazyRoundView`.
+    """
+
+    __slots__ = ()
+    ORDER = (
+        "seats",
+        "decks",
+        "options",
+        "lives",
+        "marra",
+        "eliminated",
+        "dealer",
+        "round_number",
+        "over",
+        "winner",
+        "placements",
+        "waiting_for_chance",
+        "deadline",
+        "last_result",
+        "round",
+        "you",
+    )
+    LAZY: ClassVar[Mapping[str, Callable[[LazyPlayerView], Any]]] = {
+        "marra": lambda view: [lives == 1 for lives in view._match.lives],
+        "eliminated": lambda view: [lives == 0 for lives in view._match.lives],
+        "placements": lambda view: (
+            [list(pair) for pair in view._match.placements] if view._match.placements else None
+        ),
+        "deadline": lambda view: _deadline(view._match, False),
+    }
+
+    def __init__(self, match: CachetaMatch, seat: int) -> None:
+        _LazyDict.__init__(
+            self,
+            match,
+            seat,
+            {
+                "seats": match.seats,
+                "decks": match.decks,
+                "options": match.options_dict,
+                "lives": list(match.lives),
+                "dealer": match.dealer,
+                "round_number": match.round_number,
+                "over": match.over,
+                "winner": match.winner,
+                "waiting_for_chance": _waiting_for_chance(match),
+                "last_result": match.last_result,
+                "round": None if match.round is None else LazyRoundView(match, seat, match.round),
+                "you": seat,
+            },
+        )
+
+
+def _waiting_for_chance(match: CachetaMatch) -> str | None:
+    request = match.pending_chance()
+    return request.kind if request else None
+
+
+class LazyRoundView(_LazyDict):
+    """The ``round`` of a :class:`LazyPlayerView`: ``current`` as ``seat`` may see it."""
+
+    __slots__ = ("_round",)
+    _round: RoundState
+    ORDER = (
+        "number",
+        "dealer",
+        "phase",
+        "seats",
+        "hand_counts",
+        "stock_count",
+        "pile",
+        "vira",
+        "wilds",
+        "decisions",
+        "players",
+        "turn",
+        "turn_number",
+        "taken_from_pile",
+        "burned",
+        "claim_window",
+        "reshuffles",
+        "hand",
+        "plain_wilds",
+        "my_decision",
+        "mandar_count",
+        "drawn",
+        "locked",
+        "claimed",
+    )
+    LAZY: ClassVar[Mapping[str, Callable[[LazyRoundView], Any]]] = {
+        "number": lambda view: view._round.number,
+        "seats": lambda view: list(view._round.seats),
+        "stock_count": lambda view: len(view._round.stock),
+        "pile": lambda view: list(view._round.pile),
+        "vira": lambda view: view._round.vira,
+        "turn_number": lambda view: view._round.turns,
+        "taken_from_pile": lambda view: view._round.drawn if view._round.drawn_from_pile else None,
+        "reshuffles": lambda view: view._round.reshuffles,
+        "hand_counts": lambda view: [
+            [seat, len(view._round.hands.get(seat, ()))] for seat in view._round.seats
+        ],
+        "decisions": lambda view: (
+            [[seat, view._round.decisions[seat]] for seat in sorted(view._round.decisions)]
+            if view._round.phase in PLAY_PHASES
+            else None
+        ),
+        "players": lambda view: (
+            list(view._round.players) if view._round.phase in PLAY_PHASES else None
+        ),
+        "claim_window": lambda view: (
+            {"discarder": view._round.turn, "card": view._round.pile[-1]}
+            if view._round.phase == "claim_window"
+            else None
+        ),
+        "mandar_count": lambda view: sum(view._round.decisions.values()),
+    }
+
+    def __init__(self, match: CachetaMatch, seat: int, current: RoundState) -> None:
+        self._round = current
+        revealed = current.phase in PLAY_PHASES
+        in_turn = current.phase == "discard" and current.turn == seat
+        hand = list(current.hands.get(seat, ()))
+        plain = current.plain.get(seat)
+        _LazyDict.__init__(
+            self,
+            match,
+            seat,
+            {
+                "dealer": current.dealer,
+                "phase": current.phase,
+                "wilds": sorted(current.wilds),
+                "turn": current.turn if revealed else None,
+                "burned": sorted(current.burned) if current.burned else [],
+                "hand": hand,
+                # only the plain wilds in hand: the others' places are not this player's to see
+                "plain_wilds": sorted(plain.intersection(hand)) if plain else [],
+                "my_decision": current.decisions.get(seat),
+                "drawn": current.drawn if in_turn else None,
+                "locked": (
+                    sorted(current.locked.intersection(hand)) if in_turn and current.locked else []
+                ),
+                "claimed": current.phase == "claim_window" and seat in current.claims,
+            },
+        )
+
+    def _present(self, key: str) -> bool:
+        if key == "mandar_count":
+            return self._round.phase == "dealer_deciding" and self._seat == self._round.dealer
+        return True
+
+
+def bot_view(match: CachetaMatch, seat: int) -> LazyPlayerView:
+    """What a bot of ``seat`` sees: ``player_view(match, seat, hints=False)``, built lazily
+    (read it before the match changes: a stale read raises :class:`StaleViewError`)."""
+    return LazyPlayerView(match, seat)
 
 
 def spectator_view(match: CachetaMatch) -> dict[str, Any]:

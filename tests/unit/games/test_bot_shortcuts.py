@@ -1,20 +1,28 @@
 """The bot's cheap tests before a solver call only rule out hands the solver rejects.
 
-``_fits_a_meld`` (before a claim, or before taking the discard top) and ``_may_close``
-(before looking for a close after the draw) are necessary conditions: whenever they say no,
-``find_close`` finds nothing, so the bot decides exactly as if it had asked the solver.
+``_fits_a_meld`` (before a claim, or before taking the discard top) is a necessary condition:
+whenever it says no, ``find_close`` finds nothing, so the bot decides exactly as if it had
+asked the solver. ``_closes_after_draw`` answers exactly what ``find_close`` answers, and
+what the bots keep between decisions never changes one.
 """
 
 from __future__ import annotations
 
+import copy
 import random
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
-from app.games.bots import _card_scores, _fits_a_meld, _link_weight, _may_close
+from app.games import HeuristicBot, new_match, resolve_options
+from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link_weight
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
+from app.games.simulate import bot_step
 from app.games.solver import find_close
+
+from .support import RandomChance
 
 RULES = [
     MeldRules(),
@@ -53,10 +61,50 @@ def test_shortcuts_never_hide_a_close(rules: MeldRules) -> None:
             ruled_out += 1
             assert find_close([*hand, card], wilds, rules, locks, allow_full=False) is None
             assert find_close([*hand, card], wilds, rules, locks) is None
-        if not _may_close([*hand, card], card, wilds, rules):
-            ruled_out += 1
-            assert find_close([*hand, card], wilds, rules) is None
-    assert ruled_out > 0  # the shortcuts do rule hands out
+    assert ruled_out > 0  # the shortcut does rule hands out
+
+
+@pytest.mark.parametrize("rules", RULES, ids=repr)
+def test_the_close_after_a_draw_is_the_solvers(rules: MeldRules) -> None:
+    rng = random.Random(20261130)
+    closing = 0
+    for hand, card, wilds in _hands(rng, 1500):
+        after = [*hand, card]
+        for locked in (frozenset(), frozenset((card,)), frozenset(rng.sample(hand, 1))):
+            expected = find_close(after, wilds, rules, locked) is not None
+            assert _closes_after_draw(after, card, wilds, rules, locked) == expected
+            closing += expected
+    assert closing > 0
+    # the drawn card makes no meld with the hand: it is the only possible discard
+    melds = [0, 1, 2, 19, 32, 45, 34, 35, 36]  # AC 2C 3C, 7H 7S 7D, 9S 10S JS (and KD)
+    assert _closes_after_draw([*melds, 51], 51, frozenset(), rules, frozenset())
+    assert not _closes_after_draw([*melds, 51], 51, frozenset(), rules, frozenset((51,)))
+
+
+def _fits_by_templates(card: int, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """``_fits_a_meld`` as first written: the templates of the card's face, one by one."""
+    if card in wilds:
+        return True
+    present = {other % CARDS_PER_DECK for other in hand}
+    jokers = sum(other in wilds for other in hand)
+    for first, second in rules.tables.templates[card % CARDS_PER_DECK]:
+        naturals = [slot for slot in (first, second) if slot != JOKER]
+        if all(slot in present for slot in naturals) and 2 - len(naturals) <= jokers:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("rules", [*RULES, MeldRules(wilds_per_meld=0)], ids=repr)
+def test_fits_a_meld_reads_the_templates_backwards_right(rules: MeldRules) -> None:
+    rng = random.Random(99)
+    fitting = 0
+    for hand, _, wilds in _hands(rng, 300):
+        for size in (9, 7, 2):
+            for card in range(0, CARDS_PER_DECK * DECKS, 3):
+                expected = _fits_by_templates(card, hand[:size], wilds, rules)
+                assert _fits_a_meld(card, hand[:size], wilds, rules) == expected
+                fitting += expected
+    assert fitting > 1000
 
 
 def _reference_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
@@ -84,3 +132,40 @@ def test_card_scores_match_the_pairwise_count() -> None:
         for hand, card, wilds in _hands(rng, 400):
             cards = [*hand, card]
             assert _card_scores(cards, wilds, rules) == _reference_scores(cards, wilds, rules)
+
+
+class _CheckedBot(HeuristicBot):
+    """A bot whose every action is checked against a bot without memos, shown a plain dict."""
+
+    __slots__ = ("acted",)
+
+    def __init__(self, seat: int, tie_break: int = 0) -> None:
+        super().__init__(seat, tie_break)
+        self.acted = 0
+
+    def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
+        fresh = HeuristicBot(self.seat, self.tie_break)
+        fresh.pile_streak = self.pile_streak  # the memory that is part of its play
+        expected = fresh.act(copy.deepcopy(view))  # a deep copy is a plain dict
+        action = super().act(view)
+        assert action == expected
+        self.acted += 1
+        return action
+
+
+def test_the_bots_memos_never_change_a_decision() -> None:
+    """Bots that keep what they learnt (also from one match to the next, under other rules)
+    act as fresh bots would."""
+    seats = 4
+    bots = [_CheckedBot(seat, tie_break=3) for seat in range(seats)]
+    variants = [
+        {},
+        {"wilds_per_meld": 2, "wild_scope": "all_suits"},
+        {"discard_lock_identical": True},
+    ]
+    for index, overrides in enumerate(variants * 2):
+        match = new_match(resolve_options("cacheta-raiz", overrides), seats)
+        chance = RandomChance(index)
+        while not match.over:
+            bot_step(match, chance, bots)
+    assert sum(bot.acted for bot in bots) > 1000

@@ -31,6 +31,7 @@ from app.games.actions import Claim, Close, Decide, Discard, DrawDiscard, DrawSt
 from app.games.cards import CARDS_PER_DECK
 from app.games.events import Closed, DrewDiscard, Event, RoundStarted
 from app.games.simulate import bot_step
+from app.games.views import bot_view
 
 from .support import RandomChance
 from .test_views_events import cards_in
@@ -117,6 +118,8 @@ class Checker:
             view = (
                 spectator_view(match) if viewer is None else player_view(match, viewer, hints=False)
             )
+            if viewer is not None:
+                assert bot_view(match, viewer) == view  # what the bots read is the player view
             previous = view.pop("last_result")  # the previous round's closer: its own card ids
             assert previous is None or previous["round"] < current.number
             assert not cards_in(view) & hidden, (viewer, cards_in(view) & hidden)

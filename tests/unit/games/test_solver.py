@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from itertools import combinations
 
 from hypothesis import HealthCheck, given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from app.games import (
     MeldRules,
+    can_close,
     closing_discards,
     find_close,
     has_two_disjoint_melds,
@@ -16,7 +18,9 @@ from app.games import (
     resolve_options,
     wild_ids,
 )
-from app.games.cards import CARDS_PER_DECK
+from app.games.cards import CARDS_PER_DECK, identical_ids
+from app.games.search import CoverSearch, HandSplit, designations
+from app.games.solver import lonely_plain
 
 from .reference import ref_block_valid, reference
 from .support import c, cs
@@ -74,6 +78,14 @@ def check_against_reference(scenario: dict[str, object]) -> None:
     assert set(closing_discards(cards, wilds, rules, locked)) == expected["discards"]
     found = find_close(cards, wilds, rules, locked)
     assert (found is not None) == (bool(expected["discards"]) or bool(expected["full"]))
+    assert can_close(cards, wilds, rules, locked) == (found is not None)
+    assert can_close(cards, wilds, rules, locked, allow_full=False) == (
+        find_close(cards, wilds, rules, locked, allow_full=False) is not None
+    )
+    for card in cards[:3]:
+        assert can_close(cards, wilds, rules, locked, discard=card) == (
+            find_close(cards, wilds, rules, locked, discard=card) is not None
+        )
     if found is not None:
         placed = [card for meld in found.melds for card in meld]
         if found.discard is None:
@@ -188,3 +200,96 @@ def test_rule_1_solver_handles_11_card_hands() -> None:
     hand = cs("AC 2C 3C 4C 9H 9S 9D 9C JD QD KD")
     found = find_close(hand, frozenset(), rules)
     assert found is not None and len([card for meld in found.melds for card in meld]) == 10
+
+
+# --- the boolean searches on face counts against the general search ---------------------------
+
+FAST_PATH_RULES = [
+    MeldRules(),
+    MeldRules(wilds_per_meld=2),
+    MeldRules(wilds_per_meld=0),
+    MeldRules(set_same_suit_allowed=True),
+    MeldRules(wilds_per_meld=3, set_same_suit_allowed=True),
+    MeldRules(ace_high=False),
+    MeldRules(full_close_allowed=True),
+]
+
+
+def _two_melds_by_cover_search(cards: list[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+    """``has_two_disjoint_melds`` as the general search answers it (CoverSearch, no cover)."""
+    lonely = lonely_plain(cards, wilds, rules)
+    if lonely:
+        cards = [card for card in cards if card not in lonely]
+    if len(cards) < 6:
+        return False
+    hand = HandSplit(cards, wilds, rules, filtered=False)
+    search = CoverSearch(hand, rules, frozenset(), cover=False)
+    for designation in designations(hand.wild, frozenset()):
+        search.designate(designation)
+        if search.threes(2, 1 << 30, len(designation.jokers), len(cards)):
+            return True
+    return False
+
+
+def _dense_hands(rng: random.Random, count: int) -> list[tuple[list[int], frozenset[int], int]]:
+    """10-card hands (with their wild cards and deck count), most from a narrow band of the
+    shoe plus the wild cards, so that many hold melds and many close."""
+    cases = []
+    for _ in range(count):
+        decks = rng.choice((1, 2, 2, 3))
+        vira = rng.randrange(CARDS_PER_DECK * decks)
+        wilds = wild_ids(vira, rng.choice(SCOPES), decks)
+        pool = [card for card in range(CARDS_PER_DECK * decks) if card != vira]
+        if rng.random() < 0.7:
+            start = rng.randrange(len(pool) - 20)
+            band = [card for card in {*pool[start : start + 20], *wilds} if card != vira]
+            cards = rng.sample(sorted(band), 10)
+        else:
+            cards = rng.sample(pool, 10)
+        cases.append((cards, wilds, decks))
+    return cases
+
+
+def test_two_melds_on_counts_agrees_with_the_general_search() -> None:
+    rng = random.Random(20261130)
+    positive = 0
+    for rules in FAST_PATH_RULES:
+        for cards, wilds, _ in _dense_hands(rng, 700):
+            for hand in (cards[:9], cards[:7]):
+                expected = _two_melds_by_cover_search(hand, wilds, rules)
+                assert has_two_disjoint_melds(hand, wilds, rules) == expected, (hand, wilds, rules)
+                positive += expected
+    assert positive > 1000  # the hands do hold melds
+
+
+def test_can_close_on_counts_agrees_with_find_close() -> None:
+    rng = random.Random(20261131)
+    closing = 0
+    for rules in FAST_PATH_RULES:
+        for cards, wilds, decks in _dense_hands(rng, 700):
+            card = rng.choice(cards)
+            for locked in (
+                frozenset(),
+                frozenset((card,)),
+                frozenset((card, *identical_ids(card, decks))),
+                frozenset(rng.sample(cards, 2)),
+                wilds.intersection(cards[:1] + rng.sample(cards, 2)),  # locked wild cards
+            ):
+                for hand in (cards, cards[:9]):
+                    for allow_full in (True, False):
+                        found = find_close(hand, wilds, rules, locked, allow_full=allow_full)
+                        assert can_close(hand, wilds, rules, locked, allow_full=allow_full) == (
+                            found is not None
+                        ), (hand, wilds, locked, rules, allow_full)
+                        closing += found is not None
+    assert closing > 500  # the hands do close
+
+
+def test_a_locked_wild_card_is_never_the_discard_even_as_a_joker() -> None:
+    hand = [*cs("2C 3C 4C 7H 7S 7D 9S 10S JS"), c("5D")]
+    wilds = wild_ids(c("4D"), "same_suit", 2)  # the fives of diamonds
+    rules = MeldRules(wilds_per_meld=0)  # the five can only stand for itself, or be discarded
+    assert can_close(hand, wilds, rules)
+    assert find_close(hand, wilds, rules) is not None
+    assert not can_close(hand, wilds, rules, frozenset((c("5D"),)))
+    assert find_close(hand, wilds, rules, frozenset((c("5D"),))) is None
