@@ -29,6 +29,7 @@ __all__ = (
     "cards_str",
     "deck_ids",
     "face_str",
+    "faces_mask",
     "identical_ids",
     "parse_card",
     "parse_cards",
@@ -60,6 +61,14 @@ def card_id(rank: int, suit: int, deck: int = 0) -> int:
 def card_face(card: int) -> int:
     """Rank and suit without the deck: ``suit * 13 + rank - 1`` (0..51)."""
     return card % CARDS_PER_DECK
+
+
+def faces_mask(cards: Iterable[int]) -> int:
+    """The faces present among ``cards`` as a bit mask (bit ``f`` for face ``f``)."""
+    mask = 0
+    for card in cards:
+        mask |= 1 << (card % CARDS_PER_DECK)
+    return mask
 
 
 def card_rank(card: int) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import product
 
-from app.games.cards import CARDS_PER_DECK
+from app.games.cards import CARDS_PER_DECK, faces_mask
 from app.games.melds import JOKER, MeldRules, is_valid_meld
 from app.games.options import RummyOptions
 from app.games.search import (
@@ -84,9 +84,7 @@ def lonely_plain(
     if rules.wilds_per_meld > 1 or rules.set_same_suit_allowed:
         return None
     partners = rules.tables.partners
-    present = 0
-    for card in cards:
-        present |= 1 << (card % CARDS_PER_DECK)
+    present = faces_mask(cards)
     return [
         card
         for card in cards
@@ -209,9 +207,7 @@ def _threes_close(
     tables = rules.tables
     partners = tables.partners
     filtered = rules.wilds_per_meld <= 1 and not rules.set_same_suit_allowed
-    present = 0
-    for card in cards:
-        present |= 1 << (card % CARDS_PER_DECK)
+    present = faces_mask(cards)
     if filtered:
         lonely = [
             card
@@ -322,9 +318,7 @@ def has_two_disjoint_melds(
     partners = tables.partners
     # with at most one joker per meld, a plain card with no partner face fits in no meld
     filtered = rules.wilds_per_meld <= 1 and not rules.set_same_suit_allowed
-    present = 0
-    for card in cards:
-        present |= 1 << (card % CARDS_PER_DECK)
+    present = faces_mask(cards)
     count = [0] * CARDS_PER_DECK
     wild: dict[int, int] = {}
     faces = set()
