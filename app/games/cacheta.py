@@ -58,12 +58,14 @@ class CachetaMatch(TurnActions):
     def __init__(self, options: RummyOptions, seats: int) -> None:
         super().__init__(options, seats)
         self._emit(
-            MatchStarted,
-            seats=seats,
-            lives=options.lives,
-            decks=self.decks,
-            options=tuple(
-                (name, freeze(value)) for name, value in sorted(self.options_dict.items())
+            MatchStarted(
+                seq=self.next_seq,
+                seats=seats,
+                lives=options.lives,
+                decks=self.decks,
+                options=tuple(
+                    (name, freeze(value)) for name, value in sorted(self.options_dict.items())
+                ),
             ),
         )
         self._batch = []
@@ -108,7 +110,7 @@ class CachetaMatch(TurnActions):
         if request.kind == "first_dealer":
             assert isinstance(recorded, int)
             self.dealer = recorded
-            self._emit(FirstDealerDrawn, seat=recorded)
+            self._emit(FirstDealerDrawn(seq=self.next_seq, seat=recorded))
             self._start_round()
         elif request.kind == "deal":
             assert isinstance(recorded, tuple)
@@ -133,13 +135,15 @@ class CachetaMatch(TurnActions):
         stock = order[rest:]
         current.stock = list(reversed(stock))
         self._emit(
-            Dealt,
-            round=current.number,
-            seats=seats,
-            hands=tuple(tuple(current.hands[seat]) for seat in seats),
-            vira=current.vira,
-            wilds=tuple(sorted(current.wilds)),
-            stock=stock,
+            Dealt(
+                seq=self.next_seq,
+                round=current.number,
+                seats=seats,
+                hands=tuple(tuple(current.hands[seat]) for seat in seats),
+                vira=current.vira,
+                wilds=tuple(sorted(current.wilds)),
+                stock=stock,
+            ),
         )
         if self.options.mandar_correr:
             current.phase = "deciding"
@@ -156,11 +160,13 @@ class CachetaMatch(TurnActions):
         current.stock = list(reversed(stock))
         current.reshuffles += 1
         self._emit(
-            Reshuffled,
-            round=current.number,
-            number=current.reshuffles,
-            stock=stock,
-            kept=current.pile[-1],
+            Reshuffled(
+                seq=self.next_seq,
+                round=current.number,
+                number=current.reshuffles,
+                stock=stock,
+                kept=current.pile[-1],
+            ),
         )
         assert current.turn is not None
         self._start_turn(self._next_player(current.turn))
@@ -200,7 +206,13 @@ class CachetaMatch(TurnActions):
         if by_timeout:
             current.timed_out.append(seat)
         self._emit(
-            DecisionMade, round=current.number, seat=seat, mandar=mandar, by_timeout=by_timeout
+            DecisionMade(
+                seq=self.next_seq,
+                round=current.number,
+                seat=seat,
+                mandar=mandar,
+                by_timeout=by_timeout,
+            )
         )
         if current.phase == "dealer_deciding":
             self._reveal_decisions(current)
@@ -208,19 +220,23 @@ class CachetaMatch(TurnActions):
             current.phase = "dealer_deciding"
             self._new_deadline()
             self._emit(
-                DealerDecisionStarted,
-                round=current.number,
-                dealer=current.dealer,
-                mandar_count=sum(current.decisions.values()),
+                DealerDecisionStarted(
+                    seq=self.next_seq,
+                    round=current.number,
+                    dealer=current.dealer,
+                    mandar_count=sum(current.decisions.values()),
+                ),
             )
 
     def _reveal_decisions(self, current: RoundState) -> None:
         self._emit(
-            DecisionsRevealed,
-            round=current.number,
-            mandar=tuple(sorted(seat for seat, play in current.decisions.items() if play)),
-            ran=tuple(sorted(seat for seat, play in current.decisions.items() if not play)),
-            by_timeout=tuple(sorted(current.timed_out)),
+            DecisionsRevealed(
+                seq=self.next_seq,
+                round=current.number,
+                mandar=tuple(sorted(seat for seat, play in current.decisions.items() if play)),
+                ran=tuple(sorted(seat for seat, play in current.decisions.items() if not play)),
+                by_timeout=tuple(sorted(current.timed_out)),
+            ),
         )
         # seats are in deal order (starting after the dealer): the first one who plays starts
         current.players = tuple(seat for seat in current.seats if current.decisions[seat])

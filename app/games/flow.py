@@ -86,11 +86,13 @@ class RoundFlow(MatchCore):
         seats = tuple(seat for seat in order if self.alive(seat))
         self.round = RoundState(number=self.round_number, dealer=self.dealer, seats=seats)
         self._emit(
-            RoundStarted,
-            round=self.round_number,
-            dealer=self.dealer,
-            seats=seats,
-            lives=tuple(self.lives),
+            RoundStarted(
+                seq=self.next_seq,
+                round=self.round_number,
+                dealer=self.dealer,
+                seats=seats,
+                lives=tuple(self.lives),
+            ),
         )
 
     def _start_turn(self, seat: int) -> None:
@@ -103,7 +105,9 @@ class RoundFlow(MatchCore):
         current.drawn_from_pile = False
         current.locked = frozenset()
         self._new_deadline()
-        self._emit(TurnStarted, round=current.number, seat=seat, turn=current.turns)
+        self._emit(
+            TurnStarted(seq=self.next_seq, round=current.number, seat=seat, turn=current.turns)
+        )
 
     def _next_player(self, seat: int) -> int:
         players = self.round.players if self.round else ()
@@ -130,17 +134,19 @@ class RoundFlow(MatchCore):
             self.lives[seat] -= loss
             losses.append((seat, loss))
         self._emit(
-            RoundEnded,
-            round=current.number,
-            result=result,
-            winner=winner,
-            lives_lost=tuple(losses),
-            lives=tuple(self.lives),
+            RoundEnded(
+                seq=self.next_seq,
+                round=current.number,
+                result=result,
+                winner=winner,
+                lives_lost=tuple(losses),
+                lives=tuple(self.lives),
+            ),
         )
         out = tuple(seat for seat, loss in losses if loss and not self.lives[seat])
         if out:
             self.eliminations.append(list(out))
-            self._emit(Eliminated, round=current.number, seats=out)
+            self._emit(Eliminated(seq=self.next_seq, round=current.number, seats=out))
         self.last_result = {
             "round": current.number,
             "result": result,
@@ -172,4 +178,8 @@ class RoundFlow(MatchCore):
         self.winner = winner
         self.placements = sorted(places)
         self.round = None
-        self._emit(MatchEnded, winner=winner, placements=tuple(self.placements), reason=reason)
+        self._emit(
+            MatchEnded(
+                seq=self.next_seq, winner=winner, placements=tuple(self.placements), reason=reason
+            )
+        )

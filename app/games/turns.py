@@ -57,7 +57,11 @@ class TurnActions(RoundFlow):
         current.hands[seat].append(card)
         current.drawn = card
         current.phase = "discard"
-        self._emit(DrewStock, round=current.number, seat=seat, card=card, by_timeout=by_timeout)
+        self._emit(
+            DrewStock(
+                seq=self.next_seq, round=current.number, seat=seat, card=card, by_timeout=by_timeout
+            )
+        )
 
     # --- draw from the discard pile -----------------------------------------------------------
     def verify_draw_discard(self, seat: int) -> None:
@@ -97,7 +101,7 @@ class TurnActions(RoundFlow):
         if self.options.wild_from_discard_is_plain and card in current.wilds:
             current.plain.setdefault(seat, set()).add(card)
         current.phase = "discard"
-        self._emit(DrewDiscard, round=current.number, seat=seat, card=card)
+        self._emit(DrewDiscard(seq=self.next_seq, round=current.number, seat=seat, card=card))
         return self._finish()
 
     def _lock_set(self, card: int) -> frozenset[int]:
@@ -131,14 +135,20 @@ class TurnActions(RoundFlow):
         current = self._play_round()
         current.hands[seat].remove(card)
         current.pile.append(card)
-        self._emit(Discarded, round=current.number, seat=seat, card=card, by_timeout=by_timeout)
+        self._emit(
+            Discarded(
+                seq=self.next_seq, round=current.number, seat=seat, card=card, by_timeout=by_timeout
+            )
+        )
         if not self.options.out_of_turn_claims:
             self._after_claim_window()
             return
         current.phase = "claim_window"
         current.claims = []
         self._new_deadline()
-        self._emit(ClaimWindowOpened, round=current.number, discarder=seat, card=card)
+        self._emit(
+            ClaimWindowOpened(seq=self.next_seq, round=current.number, discarder=seat, card=card)
+        )
 
     # --- close (bater) on one's own turn --------------------------------------------------------
     def verify_close(
@@ -223,14 +233,16 @@ class TurnActions(RoundFlow):
             current.hands[seat].remove(result.discard)
             current.pile.append(result.discard)
         self._emit(
-            Closed,
-            round=current.number,
-            seat=seat,
-            melds=result.melds,
-            discard=result.discard,
-            full=result.full,
-            out_of_turn=claimed is not None,
-            claimed_card=claimed,
+            Closed(
+                seq=self.next_seq,
+                round=current.number,
+                seat=seat,
+                melds=result.melds,
+                discard=result.discard,
+                full=result.full,
+                out_of_turn=claimed is not None,
+                claimed_card=claimed,
+            ),
         )
         self._end_round("closed", seat)
         assert self.last_result is not None
@@ -271,7 +283,7 @@ class TurnActions(RoundFlow):
         self._begin(Claim(seat))
         current = self._play_round()
         current.claims.append(seat)
-        self._emit(Claimed, round=current.number, seat=seat)
+        self._emit(Claimed(seq=self.next_seq, round=current.number, seat=seat))
         return self._finish()
 
     def verify_claim_window_closed(self) -> None:
@@ -303,12 +315,14 @@ class TurnActions(RoundFlow):
             )
         current.claims = []
         self._emit(
-            ClaimWindowEnded,
-            round=current.number,
-            discarder=discarder,
-            card=card,
-            claimants=claimants,
-            by_timeout=by_timeout,
+            ClaimWindowEnded(
+                seq=self.next_seq,
+                round=current.number,
+                discarder=discarder,
+                card=card,
+                claimants=claimants,
+                by_timeout=by_timeout,
+            ),
         )
         closer: tuple[int, CloseResult] | None = None
         for seat in claimants:
@@ -322,7 +336,11 @@ class TurnActions(RoundFlow):
                 else:
                     current.burned.add(seat)
                     outcome = "burned"
-            self._emit(ClaimResolved, round=current.number, seat=seat, card=card, outcome=outcome)
+            self._emit(
+                ClaimResolved(
+                    seq=self.next_seq, round=current.number, seat=seat, card=card, outcome=outcome
+                )
+            )
         if closer is None:
             self._after_claim_window()
             return
