@@ -18,6 +18,10 @@ LIVES_LOST_RAN = 1
 """Lives lost by a player who ran (and by everybody when all ran)."""
 
 
+_CHANCE_PHASES = frozenset({"deal", "reshuffle"})
+"""The round phases in which the match waits for a chance input (see ``pending_chance``)."""
+
+
 class RoundFlow(MatchCore):
     """Lifecycle helpers and shared verification."""
 
@@ -47,8 +51,10 @@ class RoundFlow(MatchCore):
         self._verify_running()
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self.seats:
             raise GameError("invalid_seat", f"no seat {seat!r}", {"seat": seat})
-        request = self.pending_chance()
-        if request is not None:
+        current = self.round
+        if current is None or current.phase in _CHANCE_PHASES:  # ``pending_chance`` is not None
+            request = self.pending_chance()
+            assert request is not None
             raise GameError(
                 "awaiting_chance",
                 f"waiting for the {request.kind} chance input",
@@ -56,8 +62,7 @@ class RoundFlow(MatchCore):
             )
         if not self.alive(seat):
             raise GameError("seat_eliminated", f"seat {seat} is eliminated", {"seat": seat})
-        assert self.round is not None
-        return self.round
+        return current
 
     def _verify_turn(self, seat: int, phase: str) -> RoundState:
         """``seat`` plays this round, it is its turn, and the round is in ``phase``."""

@@ -164,3 +164,23 @@ def test_rule_2_unlimited_reshuffles_in_cacheta_raiz() -> None:
         request = match.pending_chance()
         assert request is not None and request.label == f"reshuffle/{number}"
         match.apply_chance(list(range(request.size)))
+
+
+def test_player_actions_wait_for_every_kind_of_pending_chance_input() -> None:
+    """While the first dealer, the deal or a reshuffle is awaited, a player's action is
+    refused with ``awaiting_chance`` naming the input (and nothing changes)."""
+    match = new_match(resolve_options("cacheta-raiz"), 2)
+    for kind in ("first_dealer", "deal"):
+        request = match.pending_chance()
+        assert request is not None and request.kind == kind
+        for action, args in ((match.decide, (0, True)), (match.draw_stock, (1,))):
+            with pytest.raises(GameError) as refused:
+                action(*args)
+            assert (refused.value.code, refused.value.details) == (
+                "awaiting_chance",
+                {"kind": kind},
+            )
+        assert match.pending_chance() == request
+        match.apply_chance(0 if kind == "first_dealer" else list(range(request.size)))
+    assert match.pending_chance() is None
+    match.decide(1, True)  # the dealer's opponent decides first: actions are accepted again
