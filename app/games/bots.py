@@ -358,7 +358,7 @@ class HeuristicBot:
         self._shown_wilds: list[int] | None = None
         self._wilds: frozenset[int] = frozenset()
         """The view's wild cards last seen (``_shown_wilds``), as a set."""
-        self._orders: tuple[list[int], int] = ([], tie_break)
+        self._orders: tuple[tuple[int, ...], int] = ((), tie_break)
         """``_order_table`` (the discard tie-break of each card id, with the id) and the
         ``tie_break`` it was made with."""
         self._kept: tuple[frozenset[int], frozenset[int], MeldRules] | None = None
@@ -516,7 +516,7 @@ class HeuristicBot:
         scores = _card_scores(hand, wilds, rules)
         orders, tie_break = self._orders
         if len(orders) <= max(hand) or tie_break != self.tie_break:
-            orders = self._order_table(max(hand) + 1)
+            orders = _order_table(self.tie_break, max(hand) // CARDS_PER_DECK + 1)
             self._orders = (orders, self.tie_break)
         # the least (score, order) as one int: orders differ between cards (an odd multiplier
         # mod 2^32), so the card in the low bits never decides
@@ -527,10 +527,6 @@ class HeuristicBot:
         # that hand did not close, and the card is not locked: what is left is not three melds
         self._kept = (cards - {card}, wilds, rules)
         return {"type": "discard", "seat": self.seat, "card": card}
-
-    def _order_table(self, size: int) -> list[int]:
-        """Per card id below ``size``: ``self._order(card) << _CARD_BITS | card``."""
-        return [self._order(card) << _CARD_BITS | card for card in range(size)]
 
     def _claim(
         self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
@@ -588,8 +584,20 @@ class HeuristicBot:
             return frozenset((card, *identical_ids(card, view["decks"])))
         return frozenset((card,))
 
-    def _order(self, card: int) -> int:
-        return (card * 2654435761 + self.tie_break * 40503) % _WORD
+
+@lru_cache(maxsize=64)
+def _order_table(tie_break: int, decks: int) -> tuple[int, ...]:
+    """Per card id of a shoe of ``decks`` packs: its discard tie-break order (a hash of
+    ``tie_break`` and the card) ``<< _CARD_BITS | card``.
+
+    Made for whole packs, so a bot makes it once per shoe rather than whenever a higher card
+    id reaches its hand, and shared (a bounded cache) by the bots of one ``tie_break`` -- the
+    bots of a simulated match all have the match's.
+    """
+    return tuple(
+        ((card * 2654435761 + tie_break * 40503) % _WORD) << _CARD_BITS | card
+        for card in range(decks * CARDS_PER_DECK)
+    )
 
 
 def choose_action(view: Mapping[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:

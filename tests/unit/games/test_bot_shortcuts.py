@@ -169,3 +169,40 @@ def test_the_bots_memos_never_change_a_decision() -> None:
         while not match.over:
             bot_step(match, chance, bots)
     assert sum(bot.acted for bot in bots) > 1000
+
+
+def _reference_order(tie_break: int, card: int) -> int:
+    """The discard tie-break as first written: a hash of the bot's ``tie_break`` and the card."""
+    return (card * 2654435761 + tie_break * 40503) % 2**32
+
+
+def test_the_discard_is_the_least_score_then_order() -> None:
+    """The bot discards the unlocked card of least (score, tie-break order) -- with its order
+    tables shared between bots and made for whole packs -- also when its ``tie_break`` changes
+    and when cards of a further pack reach its hand."""
+    rng = random.Random(11)
+    rules = MeldRules()
+    bots = [HeuristicBot(0, tie_break=5), HeuristicBot(1, tie_break=5)]
+    discards = 0
+    for index, (hand, card, wilds) in enumerate(_hands(rng, 600)):
+        bot = bots[index % 2]
+        if index % 50 == 0:
+            bot.tie_break = rng.choice([0, 5, 60013, 99991])
+        cards = [*hand, card]
+        if index % 7 == 0:  # cards of further packs
+            cards = [other + CARDS_PER_DECK * rng.randrange(4) for other in cards]
+            if len(set(cards)) < len(cards):
+                continue
+        locked = rng.sample(cards, 2) if index % 3 == 0 else []
+        action = bot._discard({"locked": locked, "drawn": None}, cards, wilds, rules)
+        if action["type"] == "close":
+            assert find_close(cards, wilds, rules, frozenset(locked)) is not None
+            continue
+        scores = _reference_scores(cards, wilds, rules)
+        expected = min(
+            (other for other in cards if other not in locked),
+            key=lambda other: (scores[other], _reference_order(bot.tie_break, other)),
+        )
+        assert action["card"] == expected
+        discards += 1
+    assert discards > 500
