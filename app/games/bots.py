@@ -9,7 +9,7 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
@@ -223,10 +223,7 @@ def _levels(hand: list[int]) -> list[int]:
 
 def _holds_two_melds(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
     """``has_two_disjoint_melds``, memoised with the hand's other facts."""
-    facts = _hand_facts(hand, wilds, rules)
-    if facts.two_melds is None:
-        facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
-    return facts.two_melds
+    return _hand_facts(hand, wilds, rules).holds_two_melds(hand, wilds, rules)
 
 
 def _closes_after_draw(
@@ -237,6 +234,7 @@ def _closes_after_draw(
     locked: frozenset[int],
     *,
     no_cover_before: bool = False,
+    facts_of: Callable[[list[int], frozenset[int], MeldRules], _HandFacts] | None = None,
 ) -> bool:
     """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
     cheap tests first for three melds of three.
@@ -246,14 +244,16 @@ def _closes_after_draw(
     ``no_cover_before`` says that the hand before the draw is known not to be three melds.
     Otherwise a close keeps two melds that hold neither the drawn card nor the discard, so the
     hand before the draw already held two disjoint melds (a cached test: the claim windows
-    ask it of that hand).
+    ask it of that hand). ``facts_of`` looks up the facts of that hand (``_hand_facts`` by
+    default).
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
         return can_close(hand, wilds, rules, locked)
     before = list(hand)
     before.remove(drawn)
-    if _fits_a_meld(drawn, before, wilds, rules):
-        return _holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
+    facts = (facts_of or _hand_facts)(before, wilds, rules)
+    if facts.fits(drawn, wilds):
+        return facts.holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
     return not no_cover_before and can_close(hand, wilds, rules, locked, discard=drawn)
 
 
@@ -262,9 +262,7 @@ def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldR
     ``hand``: some template of its face has its natural faces in the hand and no more jokers
     than the hand's wild cards. Always ``True`` for a wild ``card`` (it may be the joker).
     """
-    if card in wilds:
-        return True
-    return bool(_hand_facts(hand, wilds, rules).fit_mask >> (card % CARDS_PER_DECK) & 1)
+    return card in wilds or _hand_facts(hand, wilds, rules).fits(card, wilds)
 
 
 class _HandFacts:
@@ -278,6 +276,18 @@ class _HandFacts:
         no more jokers than the hand's wild cards (``_fits_a_meld``)."""
         self.two_melds: bool | None = None
         """``has_two_disjoint_melds`` of the hand, once asked."""
+
+    def fits(self, card: int, wilds: frozenset[int]) -> bool:
+        """``_fits_a_meld(card, hand, wilds, rules)`` for a ``card`` not in the hand: with
+        ``wilds`` less that card, too (the hand's wild cards are the same)."""
+        return card in wilds or bool(self.fit_mask >> (card % CARDS_PER_DECK) & 1)
+
+    def holds_two_melds(self, hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+        """``has_two_disjoint_melds(hand, wilds, rules)`` of the hand these are the facts of,
+        computed once."""
+        if self.two_melds is None:
+            self.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+        return self.two_melds
 
 
 _FACTS_LIMIT = 4096
@@ -331,6 +341,7 @@ class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
     __slots__ = (
+        "_facts",
         "_kept",
         "_last_answer",
         "_last_question",
@@ -364,6 +375,9 @@ class HeuristicBot:
         self._kept: tuple[frozenset[int], frozenset[int], MeldRules] | None = None
         """The hand left by the bot's last discard, its wild cards and the meld rules:
         not three melds (or the hand it was in would have closed with that discard)."""
+        self._facts: tuple[list[int], frozenset[int], MeldTables, _HandFacts] | None = None
+        """The hand last asked about (a copy), its wild cards, the meld tables (the facts
+        depend on the rules through them only) and its facts (:meth:`_facts_of`)."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
         self._last_answer = False
@@ -385,15 +399,25 @@ class HeuristicBot:
         ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
         not build the view to ask.
         """
-        facts = _hand_facts(hand, wilds, rules)
+        facts = self._facts_of(hand, wilds, rules)
         if card is not None and rules.meld_shape == "three_threes":
             # the cheaper test first (the card is not in the hand: the jokers are the same)
             mine = wilds - {card} if wild_discard_is_plain else wilds
-            if card not in mine and not facts.fit_mask >> (card % CARDS_PER_DECK) & 1:
+            if not facts.fits(card, mine):
                 return False
-        if facts.two_melds is None:
-            facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
-        return facts.two_melds
+        return facts.holds_two_melds(hand, wilds, rules)
+
+    def _facts_of(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> _HandFacts:
+        """``_hand_facts(hand, wilds, rules)``, the last hand asked about kept in front of the
+        memo: between its turns a bot is asked about the same hand in every claim window,
+        then before its draw and after it (the hand before the draw)."""
+        last = self._facts
+        # (the driver's rules and the bot's are equal objects, not one: their tables are one)
+        if last is not None and last[2] is rules.tables and last[0] == hand and last[1] == wilds:
+            return last[3]
+        facts = _hand_facts(hand, wilds, rules)
+        self._facts = (list(hand), wilds, rules.tables, facts)  # a copy: the engine's changes
+        return facts
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -476,10 +500,14 @@ class HeuristicBot:
         # three melds of three: the top cannot be the discard, so a close with it keeps two
         # melds made of hand cards only (a cheap, cached test first)
         three = rules.meld_shape == "three_threes"
-        if (
-            not three
-            or (_fits_a_meld(top, hand, mine, rules) and _holds_two_melds(hand, wilds, rules))
-        ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
+        if not three:
+            fits_two = True
+        else:  # the top is not in the hand: the hand's facts with ``wilds`` hold for ``mine``
+            facts = self._facts_of(hand, wilds, rules)
+            fits_two = facts.fits(top, mine) and facts.holds_two_melds(hand, wilds, rules)
+        if fits_two and self._closes_with(
+            hand, top, mine, rules, self._locks(view, top), allow_full=True
+        ):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
@@ -511,7 +539,15 @@ class HeuristicBot:
             and drawn in cards
             and kept[0] == cards - {drawn}
         )
-        if _closes_after_draw(hand, drawn, wilds, rules, locked, no_cover_before=no_cover_before):
+        if _closes_after_draw(
+            hand,
+            drawn,
+            wilds,
+            rules,
+            locked,
+            no_cover_before=no_cover_before,
+            facts_of=self._facts_of,
+        ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
         scores = _card_scores(hand, wilds, rules)
         orders, tie_break = self._orders
@@ -545,10 +581,12 @@ class HeuristicBot:
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
         # never claim blindly: only when the claimed card closes the hand (with three melds
         # of three the locked card must sit in one of them: a cheap test first)
-        if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
+        # (the card is not in the hand: the hand's facts with ``wilds`` hold for ``mine``)
+        facts = self._facts_of(hand, wilds, rules)
+        if rules.meld_shape == "three_threes" and not facts.fits(card, mine):
             return None
         # a claim needs two melds in hand; the hand only changes on the bot's own turns
-        if not _holds_two_melds(hand, wilds, rules):
+        if not facts.holds_two_melds(hand, wilds, rules):
             return None
         if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}

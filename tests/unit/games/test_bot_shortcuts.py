@@ -20,7 +20,7 @@ from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
 from app.games.simulate import bot_step
-from app.games.solver import find_close
+from app.games.solver import find_close, has_two_disjoint_melds
 
 from .support import RandomChance
 
@@ -206,3 +206,43 @@ def test_the_discard_is_the_least_score_then_order() -> None:
         assert action["card"] == expected
         discards += 1
     assert discards > 500
+
+
+def test_the_last_hands_facts_are_the_memos() -> None:
+    """A bot keeps the facts of the last hand it was asked about in front of the memo: asked
+    about one list changed in place, under other rules or other wild cards, it answers as a
+    fresh bot does, from the facts of that hand."""
+    rng = random.Random(5)
+    bot = HeuristicBot(0)
+    cases = _hands(rng, 400)
+    held = list(cases[0][0])  # one list, changed in place as the engine changes a hand
+    asked = 0
+    for index, (hand, card, wilds) in enumerate(cases):
+        if index % 4:
+            held[rng.randrange(len(held))] = hand[0]  # a draw and a discard
+        else:
+            held[:] = hand
+        # the same hand asked about under other rules or other wild cards, now and then
+        questions = [(RULES[0], wilds)] * 2
+        if index % 3 == 0:
+            questions += [(RULES[index % len(RULES)], wilds), (RULES[0], frozenset())]
+        for rules, shown in questions:
+            facts = bot._facts_of(held, shown, rules)
+            assert facts.fit_mask == _fits_mask(held, shown, rules)
+            two = has_two_disjoint_melds(held, shown, rules)
+            assert facts.holds_two_melds(held, shown, rules) == two
+            for other in (card, hand[1] + CARDS_PER_DECK):
+                expected = HeuristicBot(0).may_claim(list(held), shown, rules, other)
+                assert bot.may_claim(held, shown, rules, other) == expected
+                asked += expected
+    assert asked > 20
+
+
+def _fits_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """The faces whose plain cards make a meld with two cards of ``hand`` (template by template;
+    ids of a third pack are never wild here)."""
+    return sum(
+        1 << face
+        for face in range(CARDS_PER_DECK)
+        if _fits_by_templates(face + DECKS * CARDS_PER_DECK, hand, wilds, rules)
+    )
