@@ -24,6 +24,8 @@ WILD_KEEP_SCORE = 100
 """A wild card is (almost) never discarded."""
 MELD_BONUS = 3
 """Extra score for a card that is part of a complete natural 3-meld in hand."""
+TWO_MELDS_STRENGTH = 4
+"""Hand strength for holding two disjoint melds."""
 MANDAR_THRESHOLD = 7
 """Hand strength from which the bot plays the round."""
 CAUTION_LIVES = 3
@@ -172,39 +174,58 @@ def _score_table(tables: MeldTables) -> _ScoreTable:
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
     """Each card's score: the weighted links to the other cards' faces, plus a bonus when it
     is part of a complete natural 3-meld in hand; wild cards score ``WILD_KEEP_SCORE``."""
+    return dict(zip(hand, _hand_scores(hand, wilds, rules), strict=True))
+
+
+def _hand_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> list[int]:
+    """``_card_scores`` as a list, in the order of ``hand``."""
     # Face counts as bit masks by level (levels[k]: faces held more than k times): the
     # weighted sum over linked faces is a few popcounts. A score depends only on the face
-    # and the counts of the faces around it, so scores are memoised on exactly that.
+    # and the counts of the faces around it, so scores are memoised on exactly that: the
+    # key is the face, then per level the level's faces around it, 52 bits each.
     table = _score_table(rules.tables)
-    memo = table.memo
+    around = table.around
+    faces = [card % CARDS_PER_DECK for card in hand]
     present = 0
     repeated = 0  # faces held more than once
-    for card in hand:
-        bit = 1 << (card % CARDS_PER_DECK)
-        if present & bit:
-            repeated |= bit
+    for face in faces:
+        bit = 1 << face
+        repeated |= present & bit
         present |= bit
-    if repeated:
+    # the keys in one comprehension for the usual levels (no face held three times)
+    if not repeated:
+        levels = [present]
+        keys = [face | (present & around[face]) << _LEVEL_SHIFT for face in faces]
+    elif len(faces) - len(set(faces)) == repeated.bit_count():
+        levels = [present, repeated]
+        keys = [
+            face
+            | (present & around[face]) << _LEVEL_SHIFT
+            | (repeated & around[face]) << 2 * _LEVEL_SHIFT
+            for face in faces
+        ]
+    else:
         levels = _levels(hand)
-    around = table.around
-    scores = {}
-    for card in hand:
-        if card in wilds:
-            scores[card] = WILD_KEEP_SCORE
-            continue
-        face = card % CARDS_PER_DECK
-        near = around[face]
-        key = face | (present & near) << _LEVEL_SHIFT
-        if repeated:
-            shift = 2 * _LEVEL_SHIFT
-            for level in levels[1:]:
+        keys = []
+        for face in faces:
+            near = around[face]
+            key = face
+            shift = _LEVEL_SHIFT
+            for level in levels:
                 key |= (level & near) << shift
                 shift += _LEVEL_SHIFT
-        score = memo.get(key)
-        if score is None:
-            score = memo[key] = table.score(face, levels if repeated else [present])
-        scores[card] = score
-    return scores
+            keys.append(key)
+    memo = table.memo
+    scores: list[int | None] = list(map(memo.get, keys))
+    if not wilds.isdisjoint(hand):
+        for index, card in enumerate(hand):
+            if card in wilds:
+                scores[index] = WILD_KEEP_SCORE
+    if None in scores:
+        for index, score in enumerate(scores):
+            if score is None:
+                scores[index] = memo[keys[index]] = table.score(faces[index], levels)
+    return scores  # type: ignore[return-value]  # (no None is left)
 
 
 def _levels(hand: list[int]) -> list[int]:
@@ -330,11 +351,21 @@ def _hand_facts(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) ->
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
     """A rough strength: wilds, links between cards, and two complete melds."""
-    scores = _card_scores(hand, wilds, rules)
-    wild_count = sum(1 for card in hand if card in wilds)
-    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
-    two = 4 if _holds_two_melds(hand, wilds, rules) else 0
-    return 3 * wild_count + links + two
+    two = TWO_MELDS_STRENGTH if _holds_two_melds(hand, wilds, rules) else 0
+    return _strength_without_melds(hand, wilds, rules) + two
+
+
+def _strength_without_melds(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """``hand_strength`` but the two melds: the wilds and the links between cards."""
+    scores = _hand_scores(hand, wilds, rules)
+    wild_count = 0
+    links = 0
+    for card, score in zip(hand, scores, strict=True):
+        if card in wilds:
+            wild_count += 1
+        else:
+            links += min(score, 6)
+    return 3 * wild_count + links // 2
 
 
 class HeuristicBot:
@@ -475,7 +506,13 @@ class HeuristicBot:
             mandar = True  # marra, or the dealer alone would win the round outright
         else:
             need = MANDAR_THRESHOLD + (CAUTION_EXTRA if lives <= CAUTION_LIVES else 0)
-            mandar = hand_strength(hand, wilds, rules) >= need
+            # hand_strength(hand, wilds, rules) >= need, searching for the two melds only when
+            # they decide
+            strength = _strength_without_melds(hand, wilds, rules)
+            mandar = strength >= need or (
+                strength + TWO_MELDS_STRENGTH >= need
+                and self._facts_of(hand, wilds, rules).holds_two_melds(hand, wilds, rules)
+            )
         return {"type": "decide", "seat": self.seat, "mandar": mandar}
 
     def _draw(

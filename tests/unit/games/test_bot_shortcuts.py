@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from app.games import HeuristicBot, new_match, resolve_options
-from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link_weight
+from app.games.bots import (
+    _card_scores,
+    _closes_after_draw,
+    _fits_a_meld,
+    _link_weight,
+    hand_strength,
+)
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
 from app.games.simulate import bot_step
@@ -246,3 +252,33 @@ def _fits_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
         for face in range(CARDS_PER_DECK)
         if _fits_by_templates(face + DECKS * CARDS_PER_DECK, hand, wilds, rules)
     )
+
+
+def _reference_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """``hand_strength`` as first written: wilds, capped links, two melds from the solver."""
+    scores = _reference_scores(hand, wilds, rules)
+    wild_count = sum(1 for card in hand if card in wilds)
+    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
+    return 3 * wild_count + links + (4 if has_two_disjoint_melds(hand, wilds, rules) else 0)
+
+
+def test_mandar_is_the_strength_against_the_threshold() -> None:
+    """The bot searches for two melds only when they decide mandar, and decides as
+    ``hand_strength >= need`` would."""
+    rng = random.Random(13)
+    mandar = 0
+    decided = 0
+    for index, (hand, card, wilds) in enumerate(_hands(rng, 1500)):
+        rules = RULES[index % len(RULES)]
+        cards = [*hand, card][: 9 + index % 2]
+        strength = hand_strength(cards, wilds, rules)
+        assert strength == _reference_strength(cards, wilds, rules)
+        for lives in (2, 3, 4, 5):
+            bot = HeuristicBot(0)
+            action = bot._decide({"lives": [lives]}, cards, wilds, rules, others_mandar=None)
+            need = 7 + (2 if lives <= 3 else 0)
+            assert action["mandar"] == (strength >= need)
+            mandar += action["mandar"]
+            decided += need - 4 <= strength < need  # the two melds are searched for
+    assert 0 < mandar < 4 * 1500
+    assert decided > 100
