@@ -586,7 +586,7 @@ class HeuristicBot:
             facts_of=self._facts_of,
         ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
-        scores = _card_scores(hand, wilds, rules)
+        scores = _hand_scores(hand, wilds, rules)
         orders, tie_break = self._orders
         if len(orders) <= max(hand) or tie_break != self.tie_break:
             orders = _order_table(self.tie_break, max(hand) // CARDS_PER_DECK + 1)
@@ -594,7 +594,11 @@ class HeuristicBot:
         # the least (score, order) as one int: orders differ between cards (an odd multiplier
         # mod 2^32), so the card in the low bits never decides
         weakest = min(
-            scores[card] << _SCORE_SHIFT | orders[card] for card in hand if card not in locked
+            [
+                score << _SCORE_SHIFT | orders[card]
+                for card, score in zip(hand, scores, strict=True)
+                if card not in locked
+            ]
         )
         card = weakest & _CARD_MASK
         # that hand did not close, and the card is not locked: what is left is not three melds
