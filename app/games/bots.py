@@ -9,7 +9,7 @@ deterministic: ties are broken by a hash of ``tie_break`` and the card.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
@@ -24,6 +24,8 @@ WILD_KEEP_SCORE = 100
 """A wild card is (almost) never discarded."""
 MELD_BONUS = 3
 """Extra score for a card that is part of a complete natural 3-meld in hand."""
+TWO_MELDS_STRENGTH = 4
+"""Hand strength for holding two disjoint melds."""
 MANDAR_THRESHOLD = 7
 """Hand strength from which the bot plays the round."""
 CAUTION_LIVES = 3
@@ -172,39 +174,58 @@ def _score_table(tables: MeldTables) -> _ScoreTable:
 def _card_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> dict[int, int]:
     """Each card's score: the weighted links to the other cards' faces, plus a bonus when it
     is part of a complete natural 3-meld in hand; wild cards score ``WILD_KEEP_SCORE``."""
+    return dict(zip(hand, _hand_scores(hand, wilds, rules), strict=True))
+
+
+def _hand_scores(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> list[int]:
+    """``_card_scores`` as a list, in the order of ``hand``."""
     # Face counts as bit masks by level (levels[k]: faces held more than k times): the
     # weighted sum over linked faces is a few popcounts. A score depends only on the face
-    # and the counts of the faces around it, so scores are memoised on exactly that.
+    # and the counts of the faces around it, so scores are memoised on exactly that: the
+    # key is the face, then per level the level's faces around it, 52 bits each.
     table = _score_table(rules.tables)
-    memo = table.memo
+    around = table.around
+    faces = [card % CARDS_PER_DECK for card in hand]
     present = 0
     repeated = 0  # faces held more than once
-    for card in hand:
-        bit = 1 << (card % CARDS_PER_DECK)
-        if present & bit:
-            repeated |= bit
+    for face in faces:
+        bit = 1 << face
+        repeated |= present & bit
         present |= bit
-    if repeated:
+    # the keys in one comprehension for the usual levels (no face held three times)
+    if not repeated:
+        levels = [present]
+        keys = [face | (present & around[face]) << _LEVEL_SHIFT for face in faces]
+    elif len(faces) - len(set(faces)) == repeated.bit_count():
+        levels = [present, repeated]
+        keys = [
+            face
+            | (present & around[face]) << _LEVEL_SHIFT
+            | (repeated & around[face]) << 2 * _LEVEL_SHIFT
+            for face in faces
+        ]
+    else:
         levels = _levels(hand)
-    around = table.around
-    scores = {}
-    for card in hand:
-        if card in wilds:
-            scores[card] = WILD_KEEP_SCORE
-            continue
-        face = card % CARDS_PER_DECK
-        near = around[face]
-        key = face | (present & near) << _LEVEL_SHIFT
-        if repeated:
-            shift = 2 * _LEVEL_SHIFT
-            for level in levels[1:]:
+        keys = []
+        for face in faces:
+            near = around[face]
+            key = face
+            shift = _LEVEL_SHIFT
+            for level in levels:
                 key |= (level & near) << shift
                 shift += _LEVEL_SHIFT
-        score = memo.get(key)
-        if score is None:
-            score = memo[key] = table.score(face, levels if repeated else [present])
-        scores[card] = score
-    return scores
+            keys.append(key)
+    memo = table.memo
+    scores: list[int | None] = list(map(memo.get, keys))
+    if not wilds.isdisjoint(hand):
+        for index, card in enumerate(hand):
+            if card in wilds:
+                scores[index] = WILD_KEEP_SCORE
+    if None in scores:
+        for index, score in enumerate(scores):
+            if score is None:
+                scores[index] = memo[keys[index]] = table.score(faces[index], levels)
+    return scores  # type: ignore[return-value]  # (no None is left)
 
 
 def _levels(hand: list[int]) -> list[int]:
@@ -223,10 +244,7 @@ def _levels(hand: list[int]) -> list[int]:
 
 def _holds_two_melds(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
     """``has_two_disjoint_melds``, memoised with the hand's other facts."""
-    facts = _hand_facts(hand, wilds, rules)
-    if facts.two_melds is None:
-        facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
-    return facts.two_melds
+    return _hand_facts(hand, wilds, rules).holds_two_melds(hand, wilds, rules)
 
 
 def _closes_after_draw(
@@ -237,6 +255,7 @@ def _closes_after_draw(
     locked: frozenset[int],
     *,
     no_cover_before: bool = False,
+    facts_of: Callable[[list[int], frozenset[int], MeldRules], _HandFacts] | None = None,
 ) -> bool:
     """``find_close(hand, wilds, rules, locked) is not None`` after drawing ``drawn``, with
     cheap tests first for three melds of three.
@@ -246,14 +265,16 @@ def _closes_after_draw(
     ``no_cover_before`` says that the hand before the draw is known not to be three melds.
     Otherwise a close keeps two melds that hold neither the drawn card nor the discard, so the
     hand before the draw already held two disjoint melds (a cached test: the claim windows
-    ask it of that hand).
+    ask it of that hand). ``facts_of`` looks up the facts of that hand (``_hand_facts`` by
+    default).
     """
     if rules.meld_shape != "three_threes" or drawn is None or drawn not in hand:
         return can_close(hand, wilds, rules, locked)
     before = list(hand)
     before.remove(drawn)
-    if _fits_a_meld(drawn, before, wilds, rules):
-        return _holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
+    facts = (facts_of or _hand_facts)(before, wilds, rules)
+    if facts.fits(drawn, wilds):
+        return facts.holds_two_melds(before, wilds, rules) and can_close(hand, wilds, rules, locked)
     return not no_cover_before and can_close(hand, wilds, rules, locked, discard=drawn)
 
 
@@ -262,9 +283,7 @@ def _fits_a_meld(card: int, hand: list[int], wilds: frozenset[int], rules: MeldR
     ``hand``: some template of its face has its natural faces in the hand and no more jokers
     than the hand's wild cards. Always ``True`` for a wild ``card`` (it may be the joker).
     """
-    if card in wilds:
-        return True
-    return bool(_hand_facts(hand, wilds, rules).fit_mask >> (card % CARDS_PER_DECK) & 1)
+    return card in wilds or _hand_facts(hand, wilds, rules).fits(card, wilds)
 
 
 class _HandFacts:
@@ -278,6 +297,18 @@ class _HandFacts:
         no more jokers than the hand's wild cards (``_fits_a_meld``)."""
         self.two_melds: bool | None = None
         """``has_two_disjoint_melds`` of the hand, once asked."""
+
+    def fits(self, card: int, wilds: frozenset[int]) -> bool:
+        """``_fits_a_meld(card, hand, wilds, rules)`` for a ``card`` not in the hand: with
+        ``wilds`` less that card, too (the hand's wild cards are the same)."""
+        return card in wilds or bool(self.fit_mask >> (card % CARDS_PER_DECK) & 1)
+
+    def holds_two_melds(self, hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) -> bool:
+        """``has_two_disjoint_melds(hand, wilds, rules)`` of the hand these are the facts of,
+        computed once."""
+        if self.two_melds is None:
+            self.two_melds = has_two_disjoint_melds(hand, wilds, rules)
+        return self.two_melds
 
 
 _FACTS_LIMIT = 4096
@@ -320,17 +351,28 @@ def _hand_facts(hand: Sequence[int], wilds: frozenset[int], rules: MeldRules) ->
 
 def hand_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
     """A rough strength: wilds, links between cards, and two complete melds."""
-    scores = _card_scores(hand, wilds, rules)
-    wild_count = sum(1 for card in hand if card in wilds)
-    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
-    two = 4 if _holds_two_melds(hand, wilds, rules) else 0
-    return 3 * wild_count + links + two
+    two = TWO_MELDS_STRENGTH if _holds_two_melds(hand, wilds, rules) else 0
+    return _strength_without_melds(hand, wilds, rules) + two
+
+
+def _strength_without_melds(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """``hand_strength`` but the two melds: the wilds and the links between cards."""
+    scores = _hand_scores(hand, wilds, rules)
+    wild_count = 0
+    links = 0
+    for card, score in zip(hand, scores, strict=True):
+        if card in wilds:
+            wild_count += 1
+        else:
+            links += min(score, 6)
+    return 3 * wild_count + links // 2
 
 
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 
     __slots__ = (
+        "_facts",
         "_kept",
         "_last_answer",
         "_last_question",
@@ -358,12 +400,15 @@ class HeuristicBot:
         self._shown_wilds: list[int] | None = None
         self._wilds: frozenset[int] = frozenset()
         """The view's wild cards last seen (``_shown_wilds``), as a set."""
-        self._orders: tuple[list[int], int] = ([], tie_break)
+        self._orders: tuple[tuple[int, ...], int] = ((), tie_break)
         """``_order_table`` (the discard tie-break of each card id, with the id) and the
         ``tie_break`` it was made with."""
         self._kept: tuple[frozenset[int], frozenset[int], MeldRules] | None = None
         """The hand left by the bot's last discard, its wild cards and the meld rules:
         not three melds (or the hand it was in would have closed with that discard)."""
+        self._facts: tuple[list[int], frozenset[int], MeldTables, _HandFacts] | None = None
+        """The hand last asked about (a copy), its wild cards, the meld tables (the facts
+        depend on the rules through them only) and its facts (:meth:`_facts_of`)."""
         self._last_question: tuple[Any, ...] = ()
         self._last_rules: MeldRules | None = None
         self._last_answer = False
@@ -385,15 +430,25 @@ class HeuristicBot:
         ``None`` (no two melds in hand, or no meld the card could sit in), so the driver need
         not build the view to ask.
         """
-        facts = _hand_facts(hand, wilds, rules)
+        facts = self._facts_of(hand, wilds, rules)
         if card is not None and rules.meld_shape == "three_threes":
             # the cheaper test first (the card is not in the hand: the jokers are the same)
             mine = wilds - {card} if wild_discard_is_plain else wilds
-            if card not in mine and not facts.fit_mask >> (card % CARDS_PER_DECK) & 1:
+            if not facts.fits(card, mine):
                 return False
-        if facts.two_melds is None:
-            facts.two_melds = has_two_disjoint_melds(hand, wilds, rules)
-        return facts.two_melds
+        return facts.holds_two_melds(hand, wilds, rules)
+
+    def _facts_of(self, hand: list[int], wilds: frozenset[int], rules: MeldRules) -> _HandFacts:
+        """``_hand_facts(hand, wilds, rules)``, the last hand asked about kept in front of the
+        memo: between its turns a bot is asked about the same hand in every claim window,
+        then before its draw and after it (the hand before the draw)."""
+        last = self._facts
+        # (the driver's rules and the bot's are equal objects, not one: their tables are one)
+        if last is not None and last[2] is rules.tables and last[0] == hand and last[1] == wilds:
+            return last[3]
+        facts = _hand_facts(hand, wilds, rules)
+        self._facts = (list(hand), wilds, rules.tables, facts)  # a copy: the engine's changes
+        return facts
 
     def act(self, view: Mapping[str, Any]) -> dict[str, Any] | None:
         """The action to send now (as a dict), or ``None`` when there is nothing to do."""
@@ -451,7 +506,13 @@ class HeuristicBot:
             mandar = True  # marra, or the dealer alone would win the round outright
         else:
             need = MANDAR_THRESHOLD + (CAUTION_EXTRA if lives <= CAUTION_LIVES else 0)
-            mandar = hand_strength(hand, wilds, rules) >= need
+            # hand_strength(hand, wilds, rules) >= need, searching for the two melds only when
+            # they decide
+            strength = _strength_without_melds(hand, wilds, rules)
+            mandar = strength >= need or (
+                strength + TWO_MELDS_STRENGTH >= need
+                and self._facts_of(hand, wilds, rules).holds_two_melds(hand, wilds, rules)
+            )
         return {"type": "decide", "seat": self.seat, "mandar": mandar}
 
     def _draw(
@@ -476,10 +537,14 @@ class HeuristicBot:
         # three melds of three: the top cannot be the discard, so a close with it keeps two
         # melds made of hand cards only (a cheap, cached test first)
         three = rules.meld_shape == "three_threes"
-        if (
-            not three
-            or (_fits_a_meld(top, hand, mine, rules) and _holds_two_melds(hand, wilds, rules))
-        ) and self._closes_with(hand, top, mine, rules, self._locks(view, top), allow_full=True):
+        if not three:
+            fits_two = True
+        else:  # the top is not in the hand: the hand's facts with ``wilds`` hold for ``mine``
+            facts = self._facts_of(hand, wilds, rules)
+            fits_two = facts.fits(top, mine) and facts.holds_two_melds(hand, wilds, rules)
+        if fits_two and self._closes_with(
+            hand, top, mine, rules, self._locks(view, top), allow_full=True
+        ):
             return True
         if self.pile_streak >= MAX_PILE_STREAK:
             return False  # two bots trading the same cards forever would never end the round
@@ -511,26 +576,34 @@ class HeuristicBot:
             and drawn in cards
             and kept[0] == cards - {drawn}
         )
-        if _closes_after_draw(hand, drawn, wilds, rules, locked, no_cover_before=no_cover_before):
+        if _closes_after_draw(
+            hand,
+            drawn,
+            wilds,
+            rules,
+            locked,
+            no_cover_before=no_cover_before,
+            facts_of=self._facts_of,
+        ):
             return {"type": "close", "seat": self.seat, "partition": None, "discard": None}
-        scores = _card_scores(hand, wilds, rules)
+        scores = _hand_scores(hand, wilds, rules)
         orders, tie_break = self._orders
         if len(orders) <= max(hand) or tie_break != self.tie_break:
-            orders = self._order_table(max(hand) + 1)
+            orders = _order_table(self.tie_break, max(hand) // CARDS_PER_DECK + 1)
             self._orders = (orders, self.tie_break)
         # the least (score, order) as one int: orders differ between cards (an odd multiplier
         # mod 2^32), so the card in the low bits never decides
         weakest = min(
-            scores[card] << _SCORE_SHIFT | orders[card] for card in hand if card not in locked
+            [
+                score << _SCORE_SHIFT | orders[card]
+                for card, score in zip(hand, scores, strict=True)
+                if card not in locked
+            ]
         )
         card = weakest & _CARD_MASK
         # that hand did not close, and the card is not locked: what is left is not three melds
         self._kept = (cards - {card}, wilds, rules)
         return {"type": "discard", "seat": self.seat, "card": card}
-
-    def _order_table(self, size: int) -> list[int]:
-        """Per card id below ``size``: ``self._order(card) << _CARD_BITS | card``."""
-        return [self._order(card) << _CARD_BITS | card for card in range(size)]
 
     def _claim(
         self, view: Mapping[str, Any], hand: list[int], wilds: frozenset[int], rules: MeldRules
@@ -549,10 +622,12 @@ class HeuristicBot:
         mine = wilds - {card} if view["options"]["wild_from_discard_is_plain"] else wilds
         # never claim blindly: only when the claimed card closes the hand (with three melds
         # of three the locked card must sit in one of them: a cheap test first)
-        if rules.meld_shape == "three_threes" and not _fits_a_meld(card, hand, mine, rules):
+        # (the card is not in the hand: the hand's facts with ``wilds`` hold for ``mine``)
+        facts = self._facts_of(hand, wilds, rules)
+        if rules.meld_shape == "three_threes" and not facts.fits(card, mine):
             return None
         # a claim needs two melds in hand; the hand only changes on the bot's own turns
-        if not _holds_two_melds(hand, wilds, rules):
+        if not facts.holds_two_melds(hand, wilds, rules):
             return None
         if self._closes_with(hand, card, mine, rules, self._locks(view, card), allow_full=False):
             return {"type": "claim", "seat": self.seat}
@@ -588,8 +663,20 @@ class HeuristicBot:
             return frozenset((card, *identical_ids(card, view["decks"])))
         return frozenset((card,))
 
-    def _order(self, card: int) -> int:
-        return (card * 2654435761 + self.tie_break * 40503) % _WORD
+
+@lru_cache(maxsize=64)
+def _order_table(tie_break: int, decks: int) -> tuple[int, ...]:
+    """Per card id of a shoe of ``decks`` packs: its discard tie-break order (a hash of
+    ``tie_break`` and the card) ``<< _CARD_BITS | card``.
+
+    Made for whole packs, so a bot makes it once per shoe rather than whenever a higher card
+    id reaches its hand, and shared (a bounded cache) by the bots of one ``tie_break`` -- the
+    bots of a simulated match all have the match's.
+    """
+    return tuple(
+        ((card * 2654435761 + tie_break * 40503) % _WORD) << _CARD_BITS | card
+        for card in range(decks * CARDS_PER_DECK)
+    )
 
 
 def choose_action(view: Mapping[str, Any], seat: int, tie_break: int = 0) -> dict[str, Any] | None:

@@ -258,7 +258,9 @@ def _send(match: CachetaMatch, action: Mapping[str, Any]) -> tuple[Event, ...]:
     if kind not in _PLAYER_ACTION_TYPES:
         raise GameError("unknown_action", f"a bot sent the action {kind!r}", {"type": kind})
     method: Callable[..., tuple[Event, ...]] = getattr(match, kind)
-    return method(**{name: value for name, value in action.items() if name != "type"})
+    fields = dict(action)
+    del fields["type"]
+    return method(**fields)
 
 
 @dataclass(slots=True)

@@ -250,7 +250,11 @@ def _threes_close(
             # designations() in short: the first ``jokers`` copies substitute, the rest stand
             held = len(plain.get(face, ()))
             plain_discardable = discardable is not None and discardable[face] and held > 0
-            for substituting in range(min(len(copies), joker_cap) + 1):
+            # with no joker, any cover holds one copy standing in a meld (with no joker: one
+            # may sit there) or as the discard: as a joker it covers as well, so unless no
+            # joker may sit in a meld, no cover is looked for with every copy standing
+            least = 1 if rules.wilds_per_meld >= 1 else 0
+            for substituting in range(least, min(len(copies), joker_cap) + 1):
                 standing = len(copies) - substituting
                 if lonely_wild and standing > skips:
                     continue  # standing wilds with no partner could only be discards
@@ -336,9 +340,17 @@ def has_two_disjoint_melds(
     search = CountSearch(count, sorted(faces), tables.upper)
     if not wild:
         return search.two_melds(0)
+    # two melds with every wild card standing have no joker: a wild card of either made a
+    # joker stands for its face in that meld (or sits out, as it did), so unless no joker may
+    # sit in a meld, the split with every wild card standing is not tried
+    skip_standing = rules.wilds_per_meld >= 1
+    if len(wild) == 1 and skip_standing and sum(wild.values()) == 1:
+        return search.two_melds(1)  # (the one split left)
     wild_faces = sorted(wild)
     held = [count[face] for face in wild_faces]
     for split in product(*(range(wild[face] + 1) for face in wild_faces)):
+        if skip_standing and not any(split):
+            continue
         for face, plain, jokers in zip(wild_faces, held, split, strict=True):
             count[face] = plain + wild[face] - jokers
         if search.two_melds(sum(split)):

@@ -183,6 +183,7 @@ class _LazyDict(dict[str, Any]):
     """The keys computed on first read, with how to compute them (``compute(view)``)."""
 
     def __init__(self, match: CachetaMatch, seat: int, eager: dict[str, Any]) -> None:
+        # (the subclasses do this inline, with the eager values as keywords: one call less)
         dict.__init__(self, eager)
         self._match = match
         self._seat = seat
@@ -300,34 +301,37 @@ class LazyPlayerView(_LazyDict):
         "you",
     )
     LAZY: ClassVar[Mapping[str, Callable[[LazyPlayerView], Any]]] = {
+        # (bots read "round", "over", "waiting_for_chance", "options" on every decision, the
+        # rest seldom or never)
+        "seats": lambda view: view._match.seats,
+        "lives": lambda view: list(view._match.lives),
         "marra": lambda view: [lives == 1 for lives in view._match.lives],
         "eliminated": lambda view: [lives == 0 for lives in view._match.lives],
         "placements": lambda view: (
             [list(pair) for pair in view._match.placements] if view._match.placements else None
         ),
         "deadline": lambda view: _deadline(view._match, False),
+        "dealer": lambda view: view._match.dealer,
+        "round_number": lambda view: view._match.round_number,
+        "winner": lambda view: view._match.winner,
+        "last_result": lambda view: view._match.last_result,
+        "you": lambda view: view._seat,
     }
 
     def __init__(self, match: CachetaMatch, seat: int) -> None:
-        _LazyDict.__init__(
+        # _LazyDict.__init__, inline
+        dict.__init__(
             self,
-            match,
-            seat,
-            {
-                "seats": match.seats,
-                "decks": match.decks,
-                "options": match.options_dict,
-                "lives": list(match.lives),
-                "dealer": match.dealer,
-                "round_number": match.round_number,
-                "over": match.over,
-                "winner": match.winner,
-                "waiting_for_chance": _waiting_for_chance(match),
-                "last_result": match.last_result,
-                "round": None if match.round is None else LazyRoundView(match, seat, match.round),
-                "you": seat,
-            },
+            decks=match.decks,
+            options=match.options_dict,
+            over=match.over,
+            waiting_for_chance=_waiting_for_chance(match),
+            round=None if match.round is None else LazyRoundView(match, seat, match.round),
         )
+        self._match = match
+        self._seat = seat
+        self._steps = match.steps
+        self._pending = True
 
 
 def _waiting_for_chance(match: CachetaMatch) -> str | None:
@@ -392,6 +396,9 @@ class LazyRoundView(_LazyDict):
             else None
         ),
         "mandar_count": lambda view: sum(view._round.decisions.values()),
+        # (read by bots in the decision phases only)
+        "dealer": lambda view: view._round.dealer,
+        "my_decision": lambda view: view._round.decisions.get(view._seat),
     }
 
     def __init__(self, match: CachetaMatch, seat: int, current: RoundState) -> None:
@@ -400,27 +407,24 @@ class LazyRoundView(_LazyDict):
         in_turn = current.phase == "discard" and current.turn == seat
         hand = list(current.hands.get(seat, ()))
         plain = current.plain.get(seat)
-        _LazyDict.__init__(
+        # _LazyDict.__init__, inline
+        dict.__init__(
             self,
-            match,
-            seat,
-            {
-                "dealer": current.dealer,
-                "phase": current.phase,
-                "wilds": sorted(current.wilds),
-                "turn": current.turn if revealed else None,
-                "burned": sorted(current.burned) if current.burned else [],
-                "hand": hand,
-                # only the plain wilds in hand: the others' places are not this player's to see
-                "plain_wilds": sorted(plain.intersection(hand)) if plain else [],
-                "my_decision": current.decisions.get(seat),
-                "drawn": current.drawn if in_turn else None,
-                "locked": (
-                    sorted(current.locked.intersection(hand)) if in_turn and current.locked else []
-                ),
-                "claimed": current.phase == "claim_window" and seat in current.claims,
-            },
+            phase=current.phase,
+            wilds=sorted(current.wilds),
+            turn=current.turn if revealed else None,
+            burned=sorted(current.burned) if current.burned else [],
+            hand=hand,
+            # only the plain wilds in hand: the others' places are not this player's to see
+            plain_wilds=sorted(plain.intersection(hand)) if plain else [],
+            drawn=current.drawn if in_turn else None,
+            locked=sorted(current.locked.intersection(hand)) if in_turn and current.locked else [],
+            claimed=current.phase == "claim_window" and seat in current.claims,
         )
+        self._match = match
+        self._seat = seat
+        self._steps = match.steps
+        self._pending = True
 
     def _present(self, key: str) -> bool:
         if key == "mandar_count":

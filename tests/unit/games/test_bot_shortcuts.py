@@ -16,11 +16,17 @@ from typing import Any
 import pytest
 
 from app.games import HeuristicBot, new_match, resolve_options
-from app.games.bots import _card_scores, _closes_after_draw, _fits_a_meld, _link_weight
+from app.games.bots import (
+    _card_scores,
+    _closes_after_draw,
+    _fits_a_meld,
+    _link_weight,
+    hand_strength,
+)
 from app.games.cards import CARDS_PER_DECK, identical_ids, wild_ids
 from app.games.melds import JOKER, MeldRules
 from app.games.simulate import bot_step
-from app.games.solver import find_close
+from app.games.solver import find_close, has_two_disjoint_melds
 
 from .support import RandomChance
 
@@ -169,3 +175,110 @@ def test_the_bots_memos_never_change_a_decision() -> None:
         while not match.over:
             bot_step(match, chance, bots)
     assert sum(bot.acted for bot in bots) > 1000
+
+
+def _reference_order(tie_break: int, card: int) -> int:
+    """The discard tie-break as first written: a hash of the bot's ``tie_break`` and the card."""
+    return (card * 2654435761 + tie_break * 40503) % 2**32
+
+
+def test_the_discard_is_the_least_score_then_order() -> None:
+    """The bot discards the unlocked card of least (score, tie-break order) -- with its order
+    tables shared between bots and made for whole packs -- also when its ``tie_break`` changes
+    and when cards of a further pack reach its hand."""
+    rng = random.Random(11)
+    rules = MeldRules()
+    bots = [HeuristicBot(0, tie_break=5), HeuristicBot(1, tie_break=5)]
+    discards = 0
+    for index, (hand, card, wilds) in enumerate(_hands(rng, 600)):
+        bot = bots[index % 2]
+        if index % 50 == 0:
+            bot.tie_break = rng.choice([0, 5, 60013, 99991])
+        cards = [*hand, card]
+        if index % 7 == 0:  # cards of further packs
+            cards = [other + CARDS_PER_DECK * rng.randrange(4) for other in cards]
+            if len(set(cards)) < len(cards):
+                continue
+        locked = rng.sample(cards, 2) if index % 3 == 0 else []
+        action = bot._discard({"locked": locked, "drawn": None}, cards, wilds, rules)
+        if action["type"] == "close":
+            assert find_close(cards, wilds, rules, frozenset(locked)) is not None
+            continue
+        scores = _reference_scores(cards, wilds, rules)
+        expected = min(
+            (other for other in cards if other not in locked),
+            key=lambda other: (scores[other], _reference_order(bot.tie_break, other)),
+        )
+        assert action["card"] == expected
+        discards += 1
+    assert discards > 500
+
+
+def test_the_last_hands_facts_are_the_memos() -> None:
+    """A bot keeps the facts of the last hand it was asked about in front of the memo: asked
+    about one list changed in place, under other rules or other wild cards, it answers as a
+    fresh bot does, from the facts of that hand."""
+    rng = random.Random(5)
+    bot = HeuristicBot(0)
+    cases = _hands(rng, 400)
+    held = list(cases[0][0])  # one list, changed in place as the engine changes a hand
+    asked = 0
+    for index, (hand, card, wilds) in enumerate(cases):
+        if index % 4:
+            held[rng.randrange(len(held))] = hand[0]  # a draw and a discard
+        else:
+            held[:] = hand
+        # the same hand asked about under other rules or other wild cards, now and then
+        questions = [(RULES[0], wilds)] * 2
+        if index % 3 == 0:
+            questions += [(RULES[index % len(RULES)], wilds), (RULES[0], frozenset())]
+        for rules, shown in questions:
+            facts = bot._facts_of(held, shown, rules)
+            assert facts.fit_mask == _fits_mask(held, shown, rules)
+            two = has_two_disjoint_melds(held, shown, rules)
+            assert facts.holds_two_melds(held, shown, rules) == two
+            for other in (card, hand[1] + CARDS_PER_DECK):
+                expected = HeuristicBot(0).may_claim(list(held), shown, rules, other)
+                assert bot.may_claim(held, shown, rules, other) == expected
+                asked += expected
+    assert asked > 20
+
+
+def _fits_mask(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """The faces whose plain cards make a meld with two cards of ``hand`` (template by template;
+    ids of a third pack are never wild here)."""
+    return sum(
+        1 << face
+        for face in range(CARDS_PER_DECK)
+        if _fits_by_templates(face + DECKS * CARDS_PER_DECK, hand, wilds, rules)
+    )
+
+
+def _reference_strength(hand: list[int], wilds: frozenset[int], rules: MeldRules) -> int:
+    """``hand_strength`` as first written: wilds, capped links, two melds from the solver."""
+    scores = _reference_scores(hand, wilds, rules)
+    wild_count = sum(1 for card in hand if card in wilds)
+    links = sum(min(score, 6) for card, score in scores.items() if card not in wilds) // 2
+    return 3 * wild_count + links + (4 if has_two_disjoint_melds(hand, wilds, rules) else 0)
+
+
+def test_mandar_is_the_strength_against_the_threshold() -> None:
+    """The bot searches for two melds only when they decide mandar, and decides as
+    ``hand_strength >= need`` would."""
+    rng = random.Random(13)
+    mandar = 0
+    decided = 0
+    for index, (hand, card, wilds) in enumerate(_hands(rng, 1500)):
+        rules = RULES[index % len(RULES)]
+        cards = [*hand, card][: 9 + index % 2]
+        strength = hand_strength(cards, wilds, rules)
+        assert strength == _reference_strength(cards, wilds, rules)
+        for lives in (2, 3, 4, 5):
+            bot = HeuristicBot(0)
+            action = bot._decide({"lives": [lives]}, cards, wilds, rules, others_mandar=None)
+            need = 7 + (2 if lives <= 3 else 0)
+            assert action["mandar"] == (strength >= need)
+            mandar += action["mandar"]
+            decided += need - 4 <= strength < need  # the two melds are searched for
+    assert 0 < mandar < 4 * 1500
+    assert decided > 100
