@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint typecheck monitoring unit bench clean
+.PHONY: run test lint typecheck monitoring native unit bench clean
 
 # A fresh virtualenv with the service (and, for tests, the dev tools) installed;
 # re-installed whenever pyproject.toml changes.
@@ -17,6 +17,14 @@ $(BIN)/.installed: pyproject.toml
 run: $(BIN)/.installed  ## set up and serve the API (embedded PostgreSQL unless DATABASE_URL is set)
 	$(BIN)/raiz serve
 
+# The heuristic bot compiled with mypyc (app/native.py): used only while its stamp matches the
+# sources of app/games, rebuilt here whenever one of them changes.
+NATIVE := build/native/app/games/native.sha256
+$(NATIVE): $(BIN)/.installed app/native.py $(wildcard app/games/*.py)
+	$(BIN)/python -m app.native
+
+native: $(NATIVE)  ## compile the bot (simulations, demo, load tests) with mypyc
+
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -27,11 +35,11 @@ typecheck: $(BIN)/.installed
 monitoring:  ## promtool: alert rules, scrape config, alert unit tests
 	ops/monitoring/check
 
-test: lint typecheck monitoring  ## lint, type-check, check the alert rules and run the whole suite
+test: lint typecheck monitoring native  ## lint, type-check, check the alert rules and run the whole suite
 	$(BIN)/python -m pytest
 
-unit: $(BIN)/.installed
+unit: $(BIN)/.installed $(NATIVE)
 	$(BIN)/python -m pytest tests/unit -q
 
 clean:
-	rm -rf $(VENV) .raiz .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build .raiz .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -7,6 +7,10 @@ The same inputs always give the same events. See ``docs/rules-engine.md``.
 
 from __future__ import annotations
 
+from app.native import prefer_native
+
+prefer_native(__name__, __path__)  # the compiled bot, when it is built from these sources
+
 from app.games.actions import (
     ACTION_TYPES,
     AbandonWin,

@@ -14,6 +14,8 @@ from functools import lru_cache, reduce
 from operator import or_
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from app.games.cards import CARDS_PER_DECK, RANKS_PER_SUIT, identical_ids
 from app.games.melds import JOKER, MeldRules, MeldTables
 from app.games.solver import can_close, forms_meld_with, has_two_disjoint_melds
@@ -368,6 +370,7 @@ def _strength_without_melds(hand: list[int], wilds: frozenset[int], rules: MeldR
     return 3 * wild_count + links // 2
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (app/native.py), still subclassable
 class HeuristicBot:
     """Deterministic heuristic player for one seat."""
 

@@ -7,7 +7,9 @@ Run from the repository root::
 Not a test: it prints figures and asserts nothing (best of three runs each).
 
 * *bots*: ``raiz simulate`` -- heuristic bots playing from their player views (every decision
-  builds a view and runs the solver), chance from the SHA-256 stand-in stream;
+  builds a view and runs the solver), chance from the SHA-256 stand-in stream; the bot is the
+  compiled one when ``make native`` has built it from the current sources (``app/native.py``;
+  the first line says which), ``RAIZ_NATIVE=0`` measures the interpreted one;
 * *engine replay*: the same matches re-applied from their recorded inputs (the rules engine
   alone, as the service and a compliance replay run it);
 * *played*: the same, counting only rounds in which cards were played (closed or drawn),
@@ -23,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import app.games.bots
 from app.games import HeuristicBot, play_match, replay, resolve_options, stand_in_chance_factory
 from app.games.events import RoundEnded
 
@@ -65,9 +68,10 @@ def main() -> None:
             replay(options, args.players, inputs_of_match)
         best_replay = max(best_replay, 1 / (time.perf_counter() - started))
 
+    compiled = not app.games.bots.__file__.endswith(".py")
     print(
         f"python {sys.version.split()[0]}, {args.matches} matches of {args.players} players, "
-        f"seed {args.seed}"
+        f"seed {args.seed}; bot {'compiled (make native)' if compiled else 'interpreted'}"
     )
     print(f"rounds: {rounds} ({played} played, {rounds - played} ended at the decisions)")
     print(
