@@ -15,6 +15,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 run: $(BIN)/.installed  ## set up and serve the API (embedded PostgreSQL unless DATABASE_URL is set)
+	@$(MAKE) --no-print-directory native || echo "(the bot was not compiled: robots run interpreted)"
 	$(BIN)/raiz serve
 
 # The heuristic bot compiled with mypyc (app/native.py): used only while its stamp matches the
