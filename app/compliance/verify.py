@@ -43,7 +43,7 @@ from typing import Any
 from app.compliance.merkle import leaf_hash, verify_inclusion
 from app.compliance.record import record_hash, round_record
 from app.compliance.signing import checkpoint_message, round_message, verify_signature
-from app.games.canonical import canonical_json_unchecked
+from app.games.canonical import FAST_ENCODE, canonical_json_unchecked
 from app.games.errors import GameError
 from app.tables.hosting import GAMES
 from app.tables.roundlog import genesis_hash
@@ -181,6 +181,47 @@ def event_dict(event: Any) -> dict[str, Any]:
     return data
 
 
+_TYPE_LAST: dict[type, bytes | None] = {}
+
+
+def _type_member(cls: type) -> bytes | None:
+    """``,"type":"<name>"}`` when ``type`` is the last key of the class's sorted dict form and
+    the fast encoder writes dataclasses (else None)."""
+    names = tuple(field.name for field in dataclasses.fields(cls))
+    if FAST_ENCODE is None or any(name >= "type" for name in names):
+        return None
+    return b',"type":' + canonical_json_unchecked(cls.type) + b"}"  # type: ignore[attr-defined]
+
+
+def event_bytes(event: Any) -> bytes:
+    """``canonical(event.to_dict())``, computed faster.
+
+    ``msgspec`` writes a dataclass as an object of its fields in sorted order; the event's
+    ``type`` (a class attribute, not a field) sorts after every field of most events, so it
+    is appended before the closing brace.  Other events, or no ``msgspec``, take the dict
+    route.  ``tests/unit/compliance/test_verifier.py`` checks the two agree on every event
+    the engine produces.
+    """
+    cls = type(event)
+    member = _TYPE_LAST.get(cls, b"")
+    if member == b"":
+        member = _TYPE_LAST[cls] = _type_member(cls)
+    if member is None or FAST_ENCODE is None:
+        return canonical_json_unchecked(event_dict(event))
+    return FAST_ENCODE(event)[:-1] + member
+
+
+_KIND_MEMBERS = {
+    kind: b',"kind":' + canonical_json_unchecked(kind) + b',"seq":'
+    for kind in ("event", "input", "chance", "note")
+}
+
+
+class _Diverged(Exception):
+    """The fast pass found the chain or an event not as recorded (the reference checks say
+    which and why)."""
+
+
 def _describe(body: Any) -> str:
     if isinstance(body, dict):
         seq = body.get("seq")
@@ -289,7 +330,8 @@ class _Replay:
             raise VerificationFailed("format", "table", f"unknown game {table['game']!r}")
         self.spec = spec
 
-    def start(self) -> tuple[Any, list[dict[str, Any]]]:
+    def start(self) -> tuple[Any, Sequence[Any]]:
+        """The match at the start of the round, and the events its creation logged (round 1)."""
         round_ = self.round
         state = round_["start_state"]
         number = round_["number"]
@@ -302,7 +344,7 @@ class _Replay:
             match = self.spec.restore(state)
         except GameError as error:
             raise VerificationFailed("replay", "start state", error.message) from None
-        opening: list[dict[str, Any]] = []
+        opening: list[Any] = []
         if number == 1:
             try:
                 fresh = self.spec.new_match(
@@ -316,7 +358,7 @@ class _Replay:
                     "start state",
                     "round 1 does not start from a new match with the table's options",
                 )
-            opening = [event.to_dict() for event in fresh.events]
+            opening = list(fresh.events)
         elif self.previous is None:
             raise VerificationFailed(
                 "continuity", "start state", f"round {number - 1} is not available"
@@ -375,41 +417,63 @@ class _Replay:
         return derived
 
     def check_source(self, seq: int, action: Mapping[str, Any], source: Any) -> None:
-        item = f"entry {seq}"
         kind = action.get("type")
         if not isinstance(source, dict):
-            raise VerificationFailed("replay", item, "the input has no source")
+            raise VerificationFailed("replay", f"entry {seq}", "the input has no source")
         if kind in TIMER_INPUTS:
             if "deadline" not in source or "user" in source:
                 raise VerificationFailed(
-                    "replay", item, f"{kind} came from {source!r}, only a timer may send it"
+                    "replay",
+                    f"entry {seq}",
+                    f"{kind} came from {source!r}, only a timer may send it",
                 )
             if kind == "abandon_win" and source.get("timer") != "abandon":
                 raise VerificationFailed(
-                    "replay", item, "abandon_win came from a timer other than the abandon timer"
+                    "replay",
+                    f"entry {seq}",
+                    "abandon_win came from a timer other than the abandon timer",
                 )
             return
         user = source.get("user")
         if user is None:
-            raise VerificationFailed("replay", item, f"the player input {kind} has no user")
+            raise VerificationFailed(
+                "replay", f"entry {seq}", f"the player input {kind} has no user"
+            )
         if self.seats is not None:
             owner = self.seats.get(action.get("seat"))  # type: ignore[arg-type]
             if owner != user:
                 raise VerificationFailed(
                     "replay",
-                    item,
+                    f"entry {seq}",
                     f"seat {action.get('seat')}'s {kind} was sent by user {user}, "
                     f"who does not sit in that seat",
                 )
 
-    def run(self) -> tuple[Any, list[dict[str, Any]]]:
-        """Replays the log; returns the final match and every event body of the round."""
+    def run(self, *, chained: bool) -> tuple[Any, list[dict[str, Any]]]:
+        """Replays the log; returns the final match and every event body of the round.
+
+        ``chained``: also re-hash the chain in the same pass (the fast path, see
+        :func:`verify_round`): an event entry is then checked by comparing its canonical bytes
+        with the engine event's (:func:`event_bytes`), which the entry hash is computed from.
+        Any chain discrepancy raises :class:`_Diverged`, which names nothing: the caller runs
+        the reference checks (``_chain``, then ``run(chained=False)``) to name the failure.
+        """
         match, produced = self.start()
         position = 0
         events: list[dict[str, Any]] = []
         noted_seeds: list[str] = []
+        encode = canonical_json_unchecked if FAST_ENCODE is None else FAST_ENCODE
+        sha256 = hashlib.sha256
+        previous = genesis_hash(uuid.UUID(self.round["id"]), self.round["commitment"])
+        expected_seq = 1
+        encoded = b""
         for entry in self.round["log"]:
             kind, body, seq = entry["kind"], entry["body"], entry["seq"]
+            if chained:
+                # the entry bytes are assembled below, so seq must be the very int (True == 1)
+                if seq != expected_seq or type(seq) is not int:
+                    raise _Diverged
+                expected_seq += 1
             if kind == "event":
                 if position >= len(produced):
                     raise VerificationFailed(
@@ -417,50 +481,73 @@ class _Replay:
                         f"entry {seq}",
                         f"the log has event {_describe(body)}, which the engine did not produce",
                     )
-                expected = produced[position]
+                record = produced[position]
                 position += 1
-                if expected != body:
+                if chained:
+                    encoded = encode(body)
+                    if encoded != event_bytes(record):
+                        raise _Diverged
+                else:
+                    expected = event_dict(record)
+                    if expected != body:
+                        raise VerificationFailed(
+                            "replay",
+                            f"entry {seq}",
+                            f"the engine produced {_describe(expected)}, the log differs: "
+                            + _first_difference(expected, body),
+                        )
+                events.append(body)
+            elif kind == "note":
+                if body.get("type") == "client_seed":
+                    noted_seeds.append(str(body.get("client_seed")))
+                if chained:
+                    encoded = encode(body)
+            else:
+                if position < len(produced):
                     raise VerificationFailed(
                         "replay",
                         f"entry {seq}",
-                        f"the engine produced {_describe(expected)}, the log differs: "
-                        + _first_difference(expected, body),
+                        f"the engine's event {_describe(event_dict(produced[position]))} is "
+                        "missing before it",
                     )
-                events.append(body)
-                continue
-            if kind == "note":
-                if body.get("type") == "client_seed":
-                    noted_seeds.append(str(body.get("client_seed")))
-                continue
-            if position < len(produced):
-                raise VerificationFailed(
-                    "replay",
-                    f"entry {seq}",
-                    f"the engine's event {_describe(produced[position])} is missing before it",
-                )
-            try:
-                if kind == "chance":
-                    batch = match.apply_chance(self.chance_value(match, seq, body))
-                elif kind == "input":
-                    action = {key: value for key, value in body.items() if key != "source"}
-                    self.check_source(seq, action, body.get("source"))
-                    batch = match.apply(action)
-                else:
-                    raise VerificationFailed("format", f"entry {seq}", f"unknown kind {kind!r}")
-            except GameError as error:
-                raise VerificationFailed(
-                    "replay",
-                    f"entry {seq}",
-                    f"the engine refuses this {kind}: {error.code}: {error.message}",
-                ) from None
-            produced = [event_dict(event) for event in batch]
-            position = 0
+                try:
+                    if kind == "chance":
+                        produced = match.apply_chance(self.chance_value(match, seq, body))
+                    elif kind == "input":
+                        action = dict(body)
+                        source = action.pop("source", None)
+                        self.check_source(seq, action, source)
+                        produced = match.apply(action)
+                    else:
+                        raise VerificationFailed("format", f"entry {seq}", f"unknown kind {kind!r}")
+                except GameError as error:
+                    raise VerificationFailed(
+                        "replay",
+                        f"entry {seq}",
+                        f"the engine refuses this {kind}: {error.code}: {error.message}",
+                    ) from None
+                position = 0
+                if chained:
+                    encoded = encode(body)
+            if chained:
+                # the canonical bytes of {"seq": seq, "kind": kind, "body": body} (chain_hash)
+                computed = sha256(
+                    b"".join((previous, b'{"body":', encoded, _KIND_MEMBERS[kind], b"%d}" % seq))
+                ).digest()
+                if computed.hex() != entry["hash"]:
+                    raise _Diverged
+                previous = computed
         if position < len(produced):
             raise VerificationFailed(
                 "replay",
                 "end of log",
-                f"the engine's event {_describe(produced[position])} is missing from the log",
+                f"the engine's event {_describe(event_dict(produced[position]))} is missing "
+                "from the log",
             )
+        if chained:
+            result = self.round["result"]
+            if expected_seq - 1 != result["entries"] or previous.hex() != result["last_hash"]:
+                raise _Diverged
         if sorted(noted_seeds) != sorted(self.round["rng"].get("client_seeds", ())):
             raise VerificationFailed(
                 "chance",
@@ -629,15 +716,19 @@ def verify_round(
         if not round_.get("result"):
             raise VerificationFailed("format", "result", "the round has not finished")
         seed = _commitment(round_)
-        _chain(round_)
-        match, events = _Replay(
+        replay = _Replay(
             table,
             round_,
             seed,
             previous_final_state_hash=previous_final_state_hash,
             seats=seats,
             allow_fixed_streams=allow_fixed_streams,
-        ).run()
+        )
+        try:
+            match, events = replay.run(chained=True)
+        except Exception:  # the reference checks below name (or clear) it
+            _chain(round_)
+            match, events = replay.run(chained=False)
         outcome.seats = int(round_["start_state"]["seats"])
         outcome.match_ended = _final_state(round_, match, events)
         digest = _signature(table, round_, keys)

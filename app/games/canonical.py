@@ -32,7 +32,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ("canonical_json", "canonical_json_unchecked", "reference_canonical_json")
+__all__ = (
+    "FAST_ENCODE",
+    "canonical_json",
+    "canonical_json_unchecked",
+    "reference_canonical_json",
+)
 
 
 def reference_canonical_json(value: Any) -> bytes:
@@ -52,6 +57,9 @@ def _fast_encoder() -> Callable[[Any], bytes] | None:
 
 
 _ENCODE = _fast_encoder()
+FAST_ENCODE = _ENCODE
+"""``msgspec``'s sorted-keys JSON encoder, or None without ``msgspec``: the canonical JSON of
+the domain, which it also writes for dataclasses (fields in sorted order)."""
 
 
 def canonical_json_unchecked(value: Any) -> bytes:

@@ -5,6 +5,7 @@ and re-signs with a key of their own."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import io
 import json
@@ -14,16 +15,34 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
+from app.compliance import verify as verifier
 from app.compliance.bundle import verify_bundle
 from app.compliance.record import record_hash
 from app.compliance.signing import Signer, round_message
 from app.compliance.synthetic import synthetic_bundle
-from app.compliance.verify import canonical, chain_hash, event_dict, signed_record, state_hash
+from app.compliance.verify import (
+    canonical,
+    chain_hash,
+    event_bytes,
+    event_dict,
+    signed_record,
+    state_hash,
+)
 from app.compliance.verify_bundle import main as offline_main
 from app.config import DEV_SIGNING_KEYRING
-from app.games import resolve_options, restore
-from app.games.events import canonical_bytes, event_from_dict
+from app.games import replay, resolve_options, restore
+from app.games.events import (
+    EVENT_TYPES,
+    Dealt,
+    MatchEnded,
+    Reshuffled,
+    RoundEnded,
+    canonical_bytes,
+    event_from_dict,
+)
 from app.tables.roundlog import entry_hash, genesis_hash
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -97,9 +116,134 @@ def test_the_fast_paths_equal_the_reference_functions(bundle):
             if entry["kind"] == "event":
                 event = event_from_dict(entry["body"])
                 assert event_dict(event) == event.to_dict() == entry["body"]
+            if entry["kind"] == "event":
+                assert event_bytes(event) == canonical_bytes(entry["body"])
         assert canonical(round_["start_state"]) == canonical_bytes(round_["start_state"])
         match = restore(round_["start_state"])
         assert state_hash(match) == match.state_hash() == round_["start_state_hash"]
+
+
+def test_event_bytes_are_the_canonical_bytes_of_every_kind_of_event():
+    from tests.unit.games.golden import load
+
+    seen = set()
+    for recorded in load()["matches"]:
+        options = resolve_options("cacheta-raiz", recorded["options"])
+        match = replay(options, recorded["seats"], recorded["inputs"])
+        for event in match.events:
+            assert event_bytes(event) == canonical_bytes(event.to_dict()), event
+            seen.add(type(event))
+    # no recorded match runs out of stock
+    reshuffled = Reshuffled(seq=90, round=3, number=1, stock=(7, 1, 50), kept=12)
+    assert event_bytes(reshuffled) == canonical_bytes(reshuffled.to_dict())
+    assert seen | {Reshuffled} == set(EVENT_TYPES.values())
+    # Dealt, RoundEnded and MatchEnded have fields sorting after "type" (the dict route)
+    assert {Dealt, RoundEnded, MatchEnded} <= seen
+
+
+def _reference_outcome(bundle, round_, previous):
+    """verify_round with the single-pass chain and replay turned off (the reference checks)."""
+    original = verifier._Replay.run
+
+    def reference_only(self, *, chained):
+        if chained:
+            raise verifier._Diverged
+        return original(self, chained=False)
+
+    verifier._Replay.run = reference_only
+    try:
+        return _outcome(bundle, round_, previous)
+    finally:
+        verifier._Replay.run = original
+
+
+def _outcome(bundle, round_, previous):
+    seats = {seat["engine_seat"]: seat["user_id"] for seat in bundle["seats"]}
+    return verifier.verify_round(
+        bundle["table"],
+        round_,
+        previous_final_state_hash=previous,
+        seats=seats,
+        keys={"dev1": SIGNER.public_key},
+        checkpoints={},
+    )
+
+
+_EDITS = ("body", "seq", "hash", "kind", "swap", "delete", "duplicate")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(),
+    edit=st.sampled_from(_EDITS),
+    rechain=st.booleans(),
+)
+def test_the_single_pass_names_exactly_what_the_reference_checks_name(
+    pristine, data, edit, rechain
+):
+    """verify_round first re-hashes the chain during the replay (comparing event bytes); on any
+    doubt it runs the reference checks. Whatever the edit, the verdict is the reference's."""
+    bundle = copy.deepcopy(pristine)
+    number = data.draw(st.integers(0, len(bundle["rounds"]) - 1), label="round")
+    round_ = bundle["rounds"][number]
+    log = round_["log"]
+    index = data.draw(st.integers(0, len(log) - 2), label="entry")
+    entry = log[index]
+    if edit == "body":
+        keys = sorted(entry["body"])
+        key = data.draw(st.sampled_from(keys), label="field")
+        value = data.draw(
+            st.one_of(
+                st.integers(-2, 200),
+                st.booleans(),
+                st.none(),
+                st.just(float(entry["body"][key]) if type(entry["body"][key]) is int else 0.5),
+                st.just([]),
+                st.text(max_size=3),
+            ),
+            label="value",
+        )
+        assume(json.dumps(value) != json.dumps(entry["body"][key]))
+        entry["body"][key] = value
+    elif edit == "seq":
+        entry["seq"] = data.draw(
+            st.sampled_from([True, float(entry["seq"]), str(entry["seq"]), entry["seq"] + 1])
+        )
+    elif edit == "hash":
+        entry["hash"] = ("0" if entry["hash"][0] != "0" else "1") + entry["hash"][1:]
+    elif edit == "kind":
+        kinds = [k for k in ("event", "input", "chance", "note", "x") if k != entry["kind"]]
+        entry["kind"] = data.draw(st.sampled_from(kinds))
+    elif edit == "swap":
+        log[index], log[index + 1] = log[index + 1], log[index]
+        log[index]["seq"], log[index + 1]["seq"] = index + 1, index + 2
+    elif edit == "delete":
+        del log[index]
+        for position, later in enumerate(log, start=1):
+            later["seq"] = position
+    else:
+        log.insert(index, copy.deepcopy(entry))
+        for position, later in enumerate(log, start=1):
+            later["seq"] = position
+    if rechain:
+        with contextlib.suppress(TypeError, ValueError):  # not encodable: the plain edit
+            _rechain_and_resign(bundle, round_)
+    previous = None if number == 0 else bundle["rounds"][number - 1]["result"]["final_state_hash"]
+    fast = _outcome(bundle, round_, previous)
+    reference = _reference_outcome(bundle, round_, previous)
+    assert fast.failure == reference.failure
+    assert fast.ok == reference.ok
+    if not rechain:
+        assert not fast.ok  # (a forger who re-chains and re-signs may make an edit harmless)
+
+
+def test_a_boolean_or_float_seq_is_a_broken_chain(bundle):
+    """The single pass writes seq as digits: true and 1.0 compare equal to 1 in Python but
+    hash differently, so they must not slip through."""
+    for forged in (True, 1.0):
+        tampered = copy.deepcopy(bundle)
+        tampered["rounds"][0]["log"][0]["seq"] = forged
+        assert _failure(tampered) == ("chain", f"entry {forged}")
 
 
 def test_stored_data_tampering_is_named(bundle):
