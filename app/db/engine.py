@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -34,9 +35,15 @@ def sync_url(url: str) -> str:
 
 
 def create_engine(url: str, settings: Settings) -> AsyncEngine:
-    """An asyncpg engine sized and time-limited by ``settings``."""
+    """An asyncpg engine sized and time-limited by ``settings``.
+
+    JSON and JSONB columns are decoded with ``msgspec`` (several times faster than the standard
+    library, the same values for every document PostgreSQL can return: it never writes NaN,
+    infinities or lone surrogates, the only inputs on which the two decoders differ).
+    """
     return create_async_engine(
         async_url(url),
+        json_deserializer=msgspec.json.decode,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_pool_timeout_s,
