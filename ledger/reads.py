@@ -17,10 +17,12 @@ from ledger.constants import (
     account_id_for,
 )
 from ledger.errors import ErrorCode, LedgerError
-from ledger.models import ACCOUNTS, ENTRIES, SETTLEMENTS, TRANSFERS
+from ledger.models import ACCOUNTS, ENTRIES, SETTLEMENTS, TRANSFERS, id_in
 from ledger.records import Account, Settlement, Statement, StatementLine, TransferResult
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ("LedgerReads",)
@@ -168,6 +170,22 @@ class LedgerReads:
                 ErrorCode.TRANSFER_NOT_FOUND, "No such transfer.", {"transfer_id": transfer_id}
             )
         return found
+
+    async def transfers(self, transfer_ids: Sequence[str]) -> list[TransferResult]:
+        """Recorded transfers in the order of ``transfer_ids`` (one query);
+        ``transfer_not_found`` names the first id that does not exist."""
+        wanted = list(transfer_ids)
+        if not wanted:
+            return []
+        found = set(
+            await self._session.scalars(select(TRANSFERS.c.id).where(id_in(TRANSFERS.c.id, wanted)))
+        )
+        for transfer_id in wanted:
+            if transfer_id not in found:
+                raise LedgerError(
+                    ErrorCode.TRANSFER_NOT_FOUND, "No such transfer.", {"transfer_id": transfer_id}
+                )
+        return await load_results(self._session, wanted, replayed=False)
 
     async def find_settlement(self, settlement_id: str) -> Settlement | None:
         """A recorded settlement with its transfers, or None."""

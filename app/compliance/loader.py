@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import JSON, func, select
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from app.compliance.bundle import BUNDLE_FORMAT
 from app.compliance.models import Checkpoint, RoundSignature, SigningKey
@@ -33,6 +34,29 @@ __all__ = (
     "public_key_dicts",
     "table_dict",
 )
+
+
+_LOGS = select(
+    RoundLogEntry.round_id,
+    func.json_agg(
+        aggregate_order_by(
+            func.json_build_object(
+                "seq",
+                RoundLogEntry.seq,
+                "kind",
+                RoundLogEntry.kind,
+                "body",
+                RoundLogEntry.body,
+                "hash",
+                func.encode(RoundLogEntry.hash, "hex"),
+            ),
+            RoundLogEntry.seq,
+        ),
+        type_=JSON,
+    ),
+).group_by(RoundLogEntry.round_id)
+"""Each round's log as one JSON array built by PostgreSQL (in ``seq`` order, hashes in hex):
+one document decoded per round instead of one row and one JSONB body per entry."""
 
 
 def table_dict(table: Table) -> dict[str, Any]:
@@ -97,8 +121,8 @@ async def _money(session: AsyncSession, table: Table) -> dict[str, Any]:
     transfers: list[dict[str, Any]] = []
     if account is not None:
         statement = await reads.statement(escrow_id, limit=MAX_STATEMENT_LIMIT)
-        for line in reversed(statement.lines):
-            transfers.append(_transfer_dict(await reads.transfer(line.transfer_id)))
+        ids = [line.transfer_id for line in reversed(statement.lines)]
+        transfers = [_transfer_dict(transfer) for transfer in await reads.transfers(ids)]
     settlement = await reads.find_settlement(f"settle:{table.id}")
     return {
         "currency": table.currency,
@@ -156,18 +180,8 @@ async def load_bundles(
     ).all()
     round_ids = [round_.id for round_, _ in rows]
     logs: dict[uuid.UUID, list[dict[str, Any]]] = {round_id: [] for round_id in round_ids}
-    for round_id, seq, kind, body, hash_ in await session.execute(
-        select(
-            RoundLogEntry.round_id,
-            RoundLogEntry.seq,
-            RoundLogEntry.kind,
-            RoundLogEntry.body,
-            RoundLogEntry.hash,
-        )
-        .where(RoundLogEntry.round_id.in_(round_ids))
-        .order_by(RoundLogEntry.round_id, RoundLogEntry.seq)
-    ):
-        logs[round_id].append({"seq": seq, "kind": kind, "body": body, "hash": bytes(hash_).hex()})
+    for round_id, log in await session.execute(_LOGS.where(RoundLogEntry.round_id.in_(round_ids))):
+        logs[round_id] = log
     signatures = {
         row.round_id: row
         for row in await session.scalars(

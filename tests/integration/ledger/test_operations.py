@@ -386,3 +386,19 @@ async def test_metrics_count_committed_transfers_refusals_and_replays(run):
     assert value(ledger_metrics.TRANSFERRED_CENTS, kind="deposit") == cents + 250
     assert value(ledger_metrics.REFUSALS, code="insufficient_funds") == refusals + 1
     assert value(ledger_metrics.REPLAYS) == replays + 1
+
+
+async def test_transfers_reads_many_in_the_order_asked_and_names_a_missing_one(run):
+    player = uuid.uuid4()
+    for number in range(3):
+        await run(lambda ledger, n=number: ledger.deposit(f"many{n}", player, 100 + n))
+    ids = ["many2", "many0", "many1"]
+    found = await run(lambda ledger: ledger.transfers(ids))
+    assert [transfer.id for transfer in found] == ids
+    assert [transfer.amount_cents for transfer in found] == [102, 100, 101]
+    singles = [await run(lambda ledger, i=i: ledger.transfer(i)) for i in ids]
+    assert found == singles
+    assert await run(lambda ledger: ledger.transfers([])) == []
+    error = await run.refused(lambda ledger: ledger.transfers(["many0", "nope", "many1"]))
+    assert error.code == ErrorCode.TRANSFER_NOT_FOUND
+    assert error.details == {"transfer_id": "nope"}
