@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import uuid
@@ -93,7 +94,16 @@ def verify_all_command() -> None:
     async def work(database: Database, settings: Settings) -> AuditReport:
         return await verify_all(database, settings)
 
-    report = _run(work)
+    # The bundles are trees of small dicts and lists without cycles, freed by reference
+    # counting; the cyclic collector's passes over them cost a fifth of the run (measured:
+    # 480 -> 585 rounds/s end to end). This process does nothing else, so it runs without
+    # that collector and collects once at the end.
+    gc.disable()
+    try:
+        report = _run(work)
+    finally:
+        gc.enable()
+        gc.collect()
     for where, failure in report.failures:
         click.echo(f"FAIL {where}: {failure}")
     click.echo(report.summary())
