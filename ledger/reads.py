@@ -64,6 +64,13 @@ class LedgerReads:
         ).first()
         return None if row is None else account_of(row)
 
+    async def find_accounts(self, account_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Account]:
+        """The accounts among ``account_ids`` that exist, by id (one query)."""
+        rows = await self._session.execute(
+            select(ACCOUNTS).where(id_in(ACCOUNTS.c.id, account_ids))
+        )
+        return {row.id: account_of(row) for row in rows}
+
     async def account(self, account_id: uuid.UUID) -> Account:
         """An account; ``account_not_found`` otherwise."""
         found = await self.find_account(account_id)
@@ -187,10 +194,48 @@ class LedgerReads:
                 )
         return await load_results(self._session, wanted, replayed=False)
 
+    async def account_transfers(
+        self, account_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, list[TransferResult]]:
+        """Every transfer with a leg on each of ``account_ids``, oldest first (two queries,
+        however many accounts: what reads a batch of tables' escrows)."""
+        rows = (
+            await self._session.execute(
+                select(ENTRIES.c.account_id, ENTRIES.c.transfer_id)
+                .where(id_in(ENTRIES.c.account_id, account_ids))
+                .order_by(ENTRIES.c.account_id, ENTRIES.c.account_version)
+            )
+        ).all()
+        wanted = list(dict.fromkeys(row.transfer_id for row in rows))
+        loaded = await load_results(self._session, wanted, replayed=False) if wanted else []
+        by_id = {transfer.id: transfer for transfer in loaded}
+        history: dict[uuid.UUID, list[TransferResult]] = {account: [] for account in account_ids}
+        for row in rows:
+            history[row.account_id].append(by_id[row.transfer_id])
+        return history
+
     async def find_settlement(self, settlement_id: str) -> Settlement | None:
         """A recorded settlement with its transfers, or None."""
         recorded = await self._settlement_and_digest(settlement_id, replayed=False)
         return None if recorded is None else recorded[0]
+
+    async def find_settlements(self, settlement_ids: Sequence[str]) -> dict[str, Settlement]:
+        """The recorded settlements among ``settlement_ids``, with their transfers, by id (two
+        queries)."""
+        rows = (
+            await self._session.execute(
+                select(SETTLEMENTS).where(id_in(SETTLEMENTS.c.id, settlement_ids))
+            )
+        ).all()
+        wanted = [transfer_id for row in rows for transfer_id in _settlement_transfer_ids(row)]
+        loaded = await load_results(self._session, wanted, replayed=False) if wanted else []
+        by_id = {transfer.id: transfer for transfer in loaded}
+        return {
+            row.id: _settlement_of(
+                row, [by_id[i] for i in _settlement_transfer_ids(row)], replayed=False
+            )
+            for row in rows
+        }
 
     async def _settlement_and_digest(
         self, settlement_id: str, *, replayed: bool
@@ -202,26 +247,35 @@ class LedgerReads:
         ).first()
         if row is None:
             return None
-        transfer_ids = ([f"{settlement_id}/fee"] if row.fee_cents > 0 else []) + [
-            f"{settlement_id}/payout/{position}"
-            for position, payout in enumerate(row.payouts)
-            if payout > 0
-        ]
-        settlement = Settlement(
-            id=row.id,
-            table_id=row.table_id,
-            escrow_account_id=row.escrow_account_id,
-            fee_bps=row.fee_bps,
-            pool_cents=row.pool_cents,
-            fee_cents=row.fee_cents,
-            winners=[uuid.UUID(winner) for winner in row.winners],
-            payouts_cents=list(row.payouts),
-            reference=dict(row.reference),
-            transfers=await load_results(self._session, transfer_ids, replayed=replayed),
-            created_at=row.created_at,
-            replayed=replayed,
+        transfers = await load_results(
+            self._session, _settlement_transfer_ids(row), replayed=replayed
         )
-        return settlement, bytes(row.request_sha256)
+        return _settlement_of(row, transfers, replayed=replayed), bytes(row.request_sha256)
+
+
+def _settlement_transfer_ids(row: Any) -> list[str]:
+    """The ids of a settlement's transfers: its fee (if any), then each non-zero payout."""
+    return ([f"{row.id}/fee"] if row.fee_cents > 0 else []) + [
+        f"{row.id}/payout/{position}" for position, payout in enumerate(row.payouts) if payout > 0
+    ]
+
+
+def _settlement_of(row: Any, transfers: list[TransferResult], *, replayed: bool) -> Settlement:
+    """The value object of a ``settlements`` row and its transfers."""
+    return Settlement(
+        id=row.id,
+        table_id=row.table_id,
+        escrow_account_id=row.escrow_account_id,
+        fee_bps=row.fee_bps,
+        pool_cents=row.pool_cents,
+        fee_cents=row.fee_cents,
+        winners=[uuid.UUID(winner) for winner in row.winners],
+        payouts_cents=list(row.payouts),
+        reference=dict(row.reference),
+        transfers=transfers,
+        created_at=row.created_at,
+        replayed=replayed,
+    )
 
 
 def check_limit(limit: int) -> None:

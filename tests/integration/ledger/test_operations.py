@@ -402,3 +402,50 @@ async def test_transfers_reads_many_in_the_order_asked_and_names_a_missing_one(r
     error = await run.refused(lambda ledger: ledger.transfers(["many0", "nope", "many1"]))
     assert error.code == ErrorCode.TRANSFER_NOT_FOUND
     assert error.details == {"transfer_id": "nope"}
+
+
+async def test_batch_reads_of_many_tables_equal_the_reads_one_by_one(run):
+    """What the compliance loader reads for a batch of tables: escrows, their transfers and
+    settlements, in a few queries, equal to the single reads."""
+    tables = new_ids(3)
+    players = new_ids(2)
+    for player in players:
+        await run(lambda ledger, p=player: ledger.deposit(f"bdep:{p}", p, 5_000))
+    for table in tables[:2]:
+        for player in players:
+            await run(lambda ledger, p=player, t=table: ledger.take_entry(f"be:{t}:{p}", p, t, 400))
+    await run(lambda ledger: ledger.settle_table(f"settle:{tables[0]}", tables[0], 1_000, players))
+    await run(lambda ledger: ledger.close_escrow(tables[0]))
+
+    async def batch(ledger):
+        escrows = [ledger.escrow_id(table) for table in tables]
+        return (
+            await ledger.find_accounts(escrows),
+            await ledger.account_transfers(escrows),
+            await ledger.find_settlements([f"settle:{table}" for table in tables]),
+        )
+
+    accounts, histories, settlements = await run(batch)
+    for table in tables:
+        escrow = account_id_for(AccountType.TABLE_ESCROW, "BRL", table)
+        assert accounts.get(escrow) == await run(lambda ledger, e=escrow: ledger.find_account(e))
+        expected = []
+        if table != tables[2]:
+            single = await run(lambda ledger, e=escrow: ledger.statement(e, limit=500))
+            expected = [
+                await run(lambda ledger, i=line.transfer_id: ledger.transfer(i))
+                for line in reversed(single.lines)
+            ]
+        assert histories[escrow] == expected
+        settlement = await run(lambda ledger, t=table: ledger.find_settlement(f"settle:{t}"))
+        assert settlements.get(f"settle:{table}") == settlement
+    first = account_id_for(AccountType.TABLE_ESCROW, "BRL", tables[0])
+    assert [t.kind for t in histories[first]] == [
+        TransferKind.ENTRY_FEE,
+        TransferKind.ENTRY_FEE,
+        TransferKind.HOUSE_FEE,
+        TransferKind.PAYOUT,
+        TransferKind.PAYOUT,
+    ]
+    assert tables[2] not in {a.owner_id for a in accounts.values()}  # no escrow, no entry
+    assert f"settle:{tables[1]}" not in settlements
