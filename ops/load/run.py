@@ -632,7 +632,9 @@ def main() -> None:
     finally:
         serve.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-        if not args.keep_database:
+        if args.keep_database:
+            print(f"  kept the service's database: {service_url}")
+        else:
             asyncio.run(
                 admin(args.database_url, f'DROP DATABASE IF EXISTS "{service_db}" WITH (FORCE)')
             )
