@@ -28,6 +28,10 @@ round, naming the item and why:
 
 The money of the match (check ``money``, the last round of a finished table) is in
 :mod:`app.compliance.money`.
+
+Checks 2 and 3 first run as one pass (``_Replay.run(chained=True)``: the chain re-hashed while
+the engine replays, events compared by canonical bytes); at the first doubt the reference
+checks run in the order above and name the failure, so every verdict is theirs.
 """
 
 from __future__ import annotations
