@@ -227,13 +227,12 @@ class LedgerReads:
                 select(SETTLEMENTS).where(id_in(SETTLEMENTS.c.id, settlement_ids))
             )
         ).all()
-        wanted = [transfer_id for row in rows for transfer_id in _settlement_transfer_ids(row)]
+        ids = {row.id: _settlement_transfer_ids(row) for row in rows}
+        wanted = [transfer_id for row_ids in ids.values() for transfer_id in row_ids]
         loaded = await load_results(self._session, wanted, replayed=False) if wanted else []
         by_id = {transfer.id: transfer for transfer in loaded}
         return {
-            row.id: _settlement_of(
-                row, [by_id[i] for i in _settlement_transfer_ids(row)], replayed=False
-            )
+            row.id: _settlement_of(row, [by_id[i] for i in ids[row.id]], replayed=False)
             for row in rows
         }
 
