@@ -119,7 +119,9 @@ async def _money(session: AsyncSession, tables: Sequence[Table]) -> dict[uuid.UU
     money: dict[uuid.UUID, Any] = {}
     for currency in sorted({table.currency for table in tables}):
         reads = LedgerReads(session, currency=currency)
-        escrows = {table.id: reads.escrow_id(table.id) for table in tables}
+        escrows = {
+            table.id: reads.escrow_id(table.id) for table in tables if table.currency == currency
+        }
         escrow_ids = list(escrows.values())
         accounts = await reads.find_accounts(escrow_ids)
         histories = await reads.account_transfers(escrow_ids)
