@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python ops/bench/bench_verify.py [--matches 100] [--players 4] [--lives 7]
+    python ops/bench/bench_verify.py [--matches 100] [--players 4] [--lives 7] [--instructions]
 
 Not a test: it prints figures and asserts nothing but that every round verifies (best of
 three runs).  The rounds are bot matches recorded the way the table driver records them
@@ -21,14 +21,31 @@ Parts, each timed alone over the same rounds:
   entry, comparing each logged event with the engine's (canonical bytes), the input sources,
   the start and final state hashes and the bundle's own checks.  Since 2026-11-30 the chain
   is re-hashed during the replay, in the same pass, so it is no longer timed alone.
+
+``--instructions`` counts instead of timing: the same rounds are verified under valgrind's
+callgrind, which counts the instructions the process executes, and the figure is
+instructions per round (the count of a run that verifies minus that of a run that only loads
+the rounds and verifies one warm-up match).  Seconds depend on the machine and on its
+neighbours (the machines this project is measured on have differed threefold between
+sessions, and drifted within one); the count does not, so it is the way to compare two
+versions of the code on a noisy machine.  It is no estimate of seconds: valgrind hides some
+CPU features, and the cryptographic libraries then take slower generic paths, so Ed25519 and
+SHA-256 weigh more in the count than in time.  A few minutes for ``--matches 10``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import pickle
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -52,12 +69,88 @@ def _best(work) -> float:
     return best
 
 
+def verify_bundles(bundles: list[dict[str, Any]], keys: dict[str, bytes]) -> None:
+    """The verifier over every bundle (each must pass)."""
+    for bundle in bundles:
+        report = verify_bundle(bundle, public_keys=keys)
+        assert report.ok, report.failure
+
+
+def replay_engine(rounds: list[dict[str, Any]]) -> None:
+    """The engine alone: restore each round's start and re-apply its draws and inputs."""
+    for item in rounds:
+        match = restore(item["start_state"])
+        for entry in item["log"]:
+            if entry["kind"] == "chance":
+                match.apply_chance(entry["body"]["value"])
+            elif entry["kind"] == "input":
+                match.apply({k: v for k, v in entry["body"].items() if k != "source"})
+        match.state_hash()
+
+
+COUNTED = ("load", "verify", "engine")
+"""The runs of ``--instructions``: the baseline, the verifier, the engine alone."""
+
+
+def _counted_run(mode: str, path: str) -> None:
+    """One run under callgrind: load the bundles, verify the first (imports, caches, first
+    calls: the same in every run), then ``mode``'s work over the others."""
+    bundles = pickle.loads(Path(path).read_bytes())
+    keys = bundle_keys(bundles[0])
+    verify_bundles(bundles[:1], keys)
+    if mode == "verify":
+        verify_bundles(bundles[1:], keys)
+    elif mode == "engine":
+        replay_engine([item for bundle in bundles[1:] for item in bundle["rounds"]])
+
+
+def _instructions(mode: str, path: Path) -> int:
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--counted-run",
+        mode,
+        str(path),
+    ]
+    # a fixed hash seed: string hashes (and so set and dict layouts) are the same in every run
+    environment = {**os.environ, "PYTHONHASHSEED": "0"}
+    finished = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if finished.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind failed ({mode}):\n{finished.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def count_instructions(bundles: list[dict[str, Any]], warm_up: dict[str, Any]) -> None:
+    """Print instructions per round of the verifier and of the engine alone."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian package valgrind)")
+    rounds = sum(len(bundle["rounds"]) for bundle in bundles)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "bundles.pickle"
+        path.write_bytes(pickle.dumps([warm_up, *bundles]))
+        counts = {mode: _instructions(mode, path) for mode in COUNTED}
+    for mode in COUNTED[1:]:
+        per_round = (counts[mode] - counts["load"]) / rounds
+        print(f"  {mode:<9} {per_round / 1e6:6.2f} million instructions/round (callgrind)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--matches", type=int, default=100)
     parser.add_argument("--players", type=int, default=4)
     parser.add_argument("--lives", type=int, default=7)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under callgrind"
+    )
+    parser.add_argument("--counted-run", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.counted_run:
+        _counted_run(*args.counted_run)
+        return
     signer = Signer.from_keyring(DEV_SIGNING_KEYRING)
     options = resolve_options("cacheta-raiz", {"lives": args.lives})
     started = time.perf_counter()
@@ -69,11 +162,19 @@ def main() -> None:
     entries = sum(len(item["log"]) for _, item in rounds)
     inputs = sum(1 for _, item in rounds for e in item["log"] if e["kind"] == "input")
     keys = bundle_keys(bundles[0])
+    heading = (
+        f"python {sys.version.split()[0]}, {args.matches} matches of {args.players} players, "
+        f"{args.lives} lives: {len(rounds)} rounds, {entries / len(rounds):.0f} log entries and "
+        f"{inputs / len(rounds):.0f} inputs per round"
+    )
+    if args.instructions:
+        print(heading)
+        warm_up = synthetic_bundle(options, args.players, signer, index=args.matches)
+        count_instructions(bundles, warm_up)
+        return
 
     def verify_all() -> None:
-        for bundle in bundles:
-            report = verify_bundle(bundle, public_keys=keys)
-            assert report.ok, report.failure
+        verify_bundles(bundles, keys)
 
     def draws() -> None:
         for _, item in rounds:
@@ -84,14 +185,7 @@ def main() -> None:
                     derive_stream(seed, body["label"]).permutation(len(body["value"]))
 
     def engine() -> None:
-        for _, item in rounds:
-            match = restore(item["start_state"])
-            for entry in item["log"]:
-                if entry["kind"] == "chance":
-                    match.apply_chance(entry["body"]["value"])
-                elif entry["kind"] == "input":
-                    match.apply({k: v for k, v in entry["body"].items() if k != "source"})
-            match.state_hash()
+        replay_engine([item for _, item in rounds])
 
     def signatures() -> None:
         for bundle, item in rounds:
@@ -103,11 +197,7 @@ def main() -> None:
         "engine": _best(engine),
         "signature": _best(signatures),
     }
-    print(
-        f"python {sys.version.split()[0]}, {args.matches} matches of {args.players} players, "
-        f"{args.lives} lives: {len(rounds)} rounds, {entries / len(rounds):.0f} log entries and "
-        f"{inputs / len(rounds):.0f} inputs per round (recorded in {recorded:.1f} s)"
-    )
+    print(f"{heading} (recorded in {recorded:.1f} s)")
     print(f"verify: {len(rounds) / total:,.0f} rounds/s ({entries / total:,.0f} entries/s)")
     for name, seconds in parts.items():
         print(
