@@ -4,9 +4,14 @@ and every checkpoint against the leaves, in one consistent snapshot."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import multiprocessing
+import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,9 +33,11 @@ if TYPE_CHECKING:
     from app.db import Database
     from rng.service import RngService
 
-__all__ = ("AuditReport", "pinned_keys", "verify_all", "verify_tables")
+__all__ = ("AuditReport", "few_collections", "pinned_keys", "verify_all", "verify_tables")
 
 TABLES_PER_BATCH: Final = 50
+_SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
+"""What ``pg_export_snapshot()`` returns (checked before it is spliced into ``SET``)."""
 
 
 @dataclass(slots=True)
@@ -48,7 +55,9 @@ class AuditReport:
     seconds: float = 0.0
     """Wall time, loading included."""
     verify_seconds: float = 0.0
-    """Time spent in the pure verifier alone."""
+    """Time spent in the pure verifier alone (summed over the processes)."""
+    jobs: int = 1
+    """Processes that verified the tables."""
 
     @property
     def ok(self) -> bool:
@@ -60,10 +69,13 @@ class AuditReport:
         rate = self.rounds / self.seconds if self.seconds else 0.0
         pure = self.rounds / self.verify_seconds if self.verify_seconds else 0.0
         verdict = "ok" if self.ok else f"{len(self.failures)} FAILED"
+        per_process = " per process" if self.jobs > 1 else ""
+        processes = f" in {self.jobs} processes" if self.jobs > 1 else ""
         return (
             f"verify-all {verdict}: {self.rounds} rounds of {self.tables} tables, "
             f"{self.checkpoints} checkpoints, {self.in_progress} rounds in play; "
-            f"{rate:,.0f} rounds/s ({pure:,.0f} rounds/s verifying, the rest loading)"
+            f"{rate:,.0f} rounds/s{processes} ({pure:,.0f} rounds/s verifying{per_process}, "
+            "the rest loading)"
         )
 
 
@@ -140,14 +152,144 @@ async def verify_tables(
             yield bundle, outcome, time.perf_counter() - began
 
 
-async def verify_all(database: Database, settings: Settings) -> AuditReport:
-    """Verify every finished round (read-only, repeatable-read snapshot)."""
+@contextlib.contextmanager
+def few_collections() -> Iterator[None]:
+    """Run the cyclic collector every 20,000 allocations instead of 700, then restore it.
+
+    Loading builds trees of small dicts and lists, far more allocations than anything else a
+    ``verify-all`` process does; at CPython's default threshold the collector keeps traversing
+    them and cost a fifth of the run. At 20,000 it finds the same (nearly nothing: the bundles
+    hold no cycles) at no measurable cost (docs/compliance.md § Benchmark). For the command
+    and its worker processes only: a serving process keeps the default.
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(20_000, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+@dataclass(slots=True)
+class _Share:
+    """What one batch of tables verified in a worker process found (sent back pickled)."""
+
+    tables: int = 0
+    rounds: int = 0
+    verify_seconds: float = 0.0
+    failures: list[tuple[str, Failure]] = field(default_factory=list)
+
+    def add_to(self, report: AuditReport) -> None:
+        report.tables += self.tables
+        report.rounds += self.rounds
+        report.verify_seconds += self.verify_seconds
+        report.failures.extend(self.failures)
+
+
+async def _verify_batches(
+    session: AsyncSession,
+    rng: RngService,
+    table_ids: Sequence[uuid.UUID],
+    keys: dict[str, bytes],
+    *,
+    allow_fixed: bool,
+) -> _Share:
+    share = _Share()
+    async for bundle, outcome, seconds in verify_tables(
+        session, rng, table_ids, keys, allow_fixed=allow_fixed
+    ):
+        share.verify_seconds += seconds
+        share.tables += 1
+        share.rounds += len(bundle["rounds"])
+        if outcome.failure is not None:
+            share.failures.append((outcome.failed_round or outcome.table_id, outcome.failure))
+    return share
+
+
+_WORKER: dict[str, Any] = {}
+"""In a worker process: the database URL, settings, snapshot and keys of its ``verify-all``."""
+
+
+def _start_worker(
+    url: str, settings: Settings, snapshot: str, keys: dict[str, bytes], allow_fixed: bool
+) -> None:
+    _WORKER.update(url=url, settings=settings, snapshot=snapshot, keys=keys, allow=allow_fixed)
+
+
+def _verify_in_worker(table_ids: list[uuid.UUID]) -> _Share:
+    """One batch of tables, in a worker process, in the parent's snapshot."""
+    from app.db import Database
+
+    async def work() -> _Share:
+        settings = _WORKER["settings"]
+        database = Database.connect(_WORKER["url"], settings)
+        try:
+            async with database.session() as session:
+                await session.execute(
+                    text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                )
+                # the very rows the parent sees: the snapshot it exported and keeps open
+                await session.execute(text(f"SET TRANSACTION SNAPSHOT '{_WORKER['snapshot']}'"))
+                rng = RngServices.from_settings(settings).for_session(session)
+                share = await _verify_batches(
+                    session, rng, table_ids, _WORKER["keys"], allow_fixed=_WORKER["allow"]
+                )
+                await session.rollback()
+                return share
+        finally:
+            await database.dispose()
+
+    with few_collections():
+        return asyncio.run(work())
+
+
+async def _verify_in_processes(
+    database: Database,
+    settings: Settings,
+    snapshot: str,
+    table_ids: Sequence[uuid.UUID],
+    keys: dict[str, bytes],
+    *,
+    allow_fixed: bool,
+    jobs: int,
+) -> list[_Share]:
+    if not _SNAPSHOT_ID.fullmatch(snapshot):
+        raise RuntimeError(f"unexpected snapshot id {snapshot!r}")
+    url = database.engine.url.render_as_string(hide_password=False)
+    size = min(TABLES_PER_BATCH, -(-len(table_ids) // jobs))  # every worker has a share
+    batches = [list(table_ids[start : start + size]) for start in range(0, len(table_ids), size)]
+    loop = asyncio.get_running_loop()
+    # spawn: a fresh interpreter per worker (no copy of this process's event loop and pool)
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(url, settings, snapshot, keys, allow_fixed),
+    ) as pool:
+        return list(
+            await asyncio.gather(
+                *(loop.run_in_executor(pool, _verify_in_worker, batch) for batch in batches)
+            )
+        )
+
+
+async def verify_all(database: Database, settings: Settings, *, jobs: int = 1) -> AuditReport:
+    """Verify every finished round (read-only, repeatable-read snapshot).
+
+    ``jobs`` > 1 verifies the tables in that many worker processes, batch by batch; each
+    imports this transaction's snapshot, so every process sees the same rows.  The report is
+    the same as with one process (failures in table order).
+    """
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
-    report = AuditReport()
+    report = AuditReport(jobs=jobs)
     rng = RngServices.from_settings(settings)
     allow_fixed = allow_fixed_streams(settings)
     async with database.session() as session:
         await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+        if jobs > 1:
+            snapshot = str(await session.scalar(text("SELECT pg_export_snapshot()")))
         keys = await pinned_keys(session)
         table_ids = list(
             (
@@ -168,15 +310,17 @@ async def verify_all(database: Database, settings: Settings) -> AuditReport:
             )
             or 0
         )
-        service = rng.for_session(session)
-        async for bundle, outcome, seconds in verify_tables(
-            session, service, table_ids, keys, allow_fixed=allow_fixed
-        ):
-            report.verify_seconds += seconds
-            report.tables += 1
-            report.rounds += len(bundle["rounds"])
-            if outcome.failure is not None:
-                report.failures.append((outcome.failed_round or outcome.table_id, outcome.failure))
+        if jobs > 1 and table_ids:
+            shares = await _verify_in_processes(
+                database, settings, snapshot, table_ids, keys, allow_fixed=allow_fixed, jobs=jobs
+            )
+        else:
+            service = rng.for_session(session)
+            shares = [
+                await _verify_batches(session, service, table_ids, keys, allow_fixed=allow_fixed)
+            ]
+        for share in shares:
+            share.add_to(report)
         report.checkpoints = int(
             await session.scalar(select(func.count()).select_from(Checkpoint)) or 0
         )

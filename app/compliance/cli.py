@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import uuid
@@ -84,27 +83,26 @@ def verify_round_command(round_id: str) -> None:
 
 
 @audit_group.command("verify-all")
-def verify_all_command() -> None:
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes verifying the tables (all in one database snapshot).",
+)
+def verify_all_command(jobs: int) -> None:
     """Verify every finished round, every match's money and every checkpoint; print rounds/s.
 
     Exit 1 listing each failure.
     """
-    from app.compliance.audit import verify_all
+    from app.compliance.audit import few_collections, verify_all
 
     async def work(database: Database, settings: Settings) -> AuditReport:
-        return await verify_all(database, settings)
+        return await verify_all(database, settings, jobs=jobs)
 
-    # Loading builds trees of small dicts and lists, far more allocations than anything else
-    # this process does; with CPython's default threshold (a collection every 700) the cyclic
-    # collector keeps traversing them and cost a fifth of the run. One every 20,000 finds the
-    # same (nearly nothing: the bundles hold no cycles) at no measurable cost; measured, the
-    # command is a fifth faster (docs/compliance.md § Benchmark).
-    thresholds = gc.get_threshold()
-    gc.set_threshold(20_000, *thresholds[1:])
-    try:
+    with few_collections():
         report = _run(work)
-    finally:
-        gc.set_threshold(*thresholds)
     for where, failure in report.failures:
         click.echo(f"FAIL {where}: {failure}")
     click.echo(report.summary())

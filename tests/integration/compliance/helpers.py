@@ -19,14 +19,22 @@ from tests.integration.tables.helpers import (
 
 
 async def play_match(
-    client: Any, settings: Any, *, players: int = 3, lives: int = 3, entry_cents: int = 500
+    client: Any,
+    settings: Any,
+    *,
+    players: int = 3,
+    lives: int = 3,
+    entry_cents: int = 500,
+    names: str = "player",
+    operator_token: str | None = None,
 ) -> dict[str, Any]:
-    """Seat ``players`` funded players at a new table and let bots play it to the end.
+    """Seat ``players`` funded players (``<names>0``, ``<names>1``...) at a new table and let
+    bots play it to the end (a new operator funds them unless ``operator_token`` is given).
 
     Returns the table id, the operator's token and the players' (user id, token) pairs.
     """
-    op = await operator(client, settings)
-    seated = [await player(client, settings, f"player{i}", 1_000, op) for i in range(players)]
+    op = operator_token or await operator(client, settings)
+    seated = [await player(client, settings, f"{names}{i}", 1_000, op) for i in range(players)]
     table = await create_table(
         client,
         seated[0][1],

@@ -238,6 +238,12 @@ async def test_the_audit_commands(client, settings, tmp_path):
     assert everything.returncode == 0, everything.stdout + everything.stderr
     assert f"verify-all ok: {len(rounds)} rounds of 1 tables, 1 checkpoints" in everything.stdout
     assert "rounds/s" in everything.stdout
+    parallel = _raiz(url, "verify-all", "--jobs", "2")
+    assert parallel.returncode == 0, parallel.stdout + parallel.stderr
+    assert f"verify-all ok: {len(rounds)} rounds of 1 tables" in parallel.stdout
+    assert "rounds/s in 2 processes" in parallel.stdout
+    refused = _raiz(url, "verify-all", "--jobs", "0")
+    assert refused.returncode == 2 and "--jobs" in refused.stderr
     path = tmp_path / "dispute.json"
     exported = _raiz(url, "export-round", rounds[0]["round_id"], "-o", str(path))
     assert exported.returncode == 0, exported.stderr
