@@ -11,6 +11,10 @@ The sockets of one worker that wake up for the same change share one read of the
 A seated player counts as present while their socket is open: on connect, on each ping,
 and every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
 sockets of a worker in one statement.
+
+The socket's token is checked again before every view it is sent and on every ping: once
+the token is revoked (logout, ``revoke-tokens``) or expired, the socket is closed with
+``UNAUTHORIZED_CLOSE_CODE`` instead of receiving another view.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from sqlalchemy import DateTime, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 
 from app.accounts.auth import principal_of
+from app.accounts.service import AccountService
 from app.db import Database
 from app.db.base import utcnow
 from app.tables.driver import notify_channel
@@ -47,6 +52,7 @@ __all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "SharedTableReads", "table_socke
 PRESENCE_REFRESH_S = 5.0
 """An open socket refreshes its player's presence this often."""
 NOT_FOUND_CLOSE_CODE = 4404
+UNAUTHORIZED_CLOSE_CODE = 4401
 
 
 class OpenSockets:
@@ -153,10 +159,19 @@ async def table_socket(
     token comes in the ``token`` query parameter (browsers cannot set headers here).
     """
     principal = principal_of(socket)
+    token = str(socket.auth)
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
     open_sockets: OpenSockets = socket.app.state.open_sockets
     shared_reads: SharedTableReads = socket.app.state.shared_table_reads
+
+    async def require_token() -> None:
+        """Close the socket unless its token is still valid (not revoked, not expired)."""
+        async with database.session() as session:
+            valid = await AccountService(session, socket.app.state.settings).authenticate(token)
+        if valid is None:
+            await socket.close(code=UNAUTHORIZED_CLOSE_CODE, reason="not_authenticated")
+            raise WebSocketDisconnect(detail="token revoked or expired")
 
     async def refresh(*, send_view: bool, touch: bool) -> bool:
         """Re-read the table: record a seated player's presence (``touch``), send the
@@ -193,6 +208,7 @@ async def table_socket(
             while True:
                 message = await socket.receive_json()
                 if isinstance(message, dict) and message.get("type") == "ping":
+                    await require_token()
                     await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})
 
@@ -213,6 +229,7 @@ async def table_socket(
                 changed.clear()
                 snapshot = await shared_reads.snapshot(table_id, notified_at)
                 if snapshot is not None:
+                    await require_token()
                     view = render_view(snapshot, principal.user_id)
                     await socket.send_json({"type": "view", "view": view})
 

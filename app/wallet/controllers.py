@@ -15,6 +15,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from app.accounts.auth import PUBLIC_OPT_KEY, principal_of, requires_role
 from app.api.deps import AppSettings, DbSession
 from app.api.openapi import ErrorBody
+from app.compliance.access import record_access
 from app.errors import ValidationFailed
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -169,6 +170,7 @@ class AdminAccountsController(Controller):
     async def list_accounts(
         self,
         *,
+        request: Request[Any, Any, Any],
         db_session: DbSession,
         settings: AppSettings,
         account_type: Annotated[AccountType | None, QueryParameter(name="type")] = None,
@@ -177,20 +179,37 @@ class AdminAccountsController(Controller):
         offset: Annotated[int, QueryParameter(ge=0, le=10_000_000)] = 0,
     ) -> list[AccountRead]:
         """Accounts by type and id; filter by type and/or owner (a user or a table)."""
-        return await WalletService(db_session, settings).accounts(
+        accounts = await WalletService(db_session, settings).accounts(
             account_type=account_type, owner_id=owner_id, limit=limit, offset=offset
         )
+        filters = {
+            "type": None if account_type is None else str(account_type),
+            "owner_id": None if owner_id is None else str(owner_id),
+            "limit": limit,
+            "offset": offset,
+            "found": len(accounts),
+        }
+        await _audit_compliance_read(request, db_session, "list_accounts", None, filters)
+        return accounts
 
     @get("/{account_id:uuid}", operation_id="getAccount")
     async def account(
-        self, account_id: FromPath[uuid.UUID], db_session: DbSession, settings: AppSettings
+        self,
+        request: Request[Any, Any, Any],
+        account_id: FromPath[uuid.UUID],
+        db_session: DbSession,
+        settings: AppSettings,
     ) -> AccountRead:
         """One account with its balance and version."""
-        return await WalletService(db_session, settings).account(account_id)
+        account = await WalletService(db_session, settings).account(account_id)
+        await _audit_compliance_read(request, db_session, "read_account", str(account_id))
+        return account
 
     @get("/{account_id:uuid}/statement", operation_id="getAccountStatement")
     async def statement(
         self,
+        *,
+        request: Request[Any, Any, Any],
         account_id: FromPath[uuid.UUID],
         db_session: DbSession,
         settings: AppSettings,
@@ -198,9 +217,17 @@ class AdminAccountsController(Controller):
         before_version: BeforeVersion = None,
     ) -> StatementRead:
         """Any account's entries, newest first."""
-        return await WalletService(db_session, settings).account_statement(
+        statement = await WalletService(db_session, settings).account_statement(
             account_id, limit=limit, before_version=before_version
         )
+        await _audit_compliance_read(
+            request,
+            db_session,
+            "account_statement",
+            str(account_id),
+            {"limit": limit, "before_version": before_version, "lines": len(statement.lines)},
+        )
+        return statement
 
 
 class PaymentWebhookController(Controller):
@@ -242,6 +269,22 @@ class PaymentWebhookController(Controller):
         verify_signature(settings.payment_webhook_secret, await request.body(), signature)
         event = await _strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
+
+
+async def _audit_compliance_read(
+    request: Request[Any, Any, Any],
+    db_session: DbSession,
+    action: str,
+    target: str | None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Record a compliance officer's read in the access log (docs/compliance.md), as the
+    ``/compliance`` routes do; operators' reads are operations and are not logged."""
+    principal = principal_of(request)
+    if principal.role != "compliance":
+        return
+    record_access(db_session, actor=principal, action=action, target=target, details=details)
+    await db_session.commit()
 
 
 async def _strict_body(request: Request[Any, Any, Any], body_type: type[T]) -> T:

@@ -283,3 +283,38 @@ async def test_ledger_metrics_are_exported(client, people):
     body = (await client.get("/metrics")).text
     assert 'raiz_ledger_transfers_total{kind="deposit"}' in body
     assert 'raiz_ledger_transferred_cents_total{kind="deposit"}' in body
+
+
+async def test_compliance_reads_of_accounts_are_in_the_access_log(client, people):
+    """Every compliance read is recorded: a player's wallet read through /admin/accounts as
+    well as through /compliance/players/{id}/money."""
+    await deposit(client, people, 100)
+    compliance = auth(people["token"]["compliance"])
+    operator = auth(people["token"]["operator"])
+    wallets = await client.get(
+        "/admin/accounts",
+        params={"type": "player_wallet", "owner_id": people["id"]["player"]},
+        headers=compliance,
+    )
+    assert wallets.status_code == 200, wallets.text
+    [wallet] = wallets.json()
+    assert (await client.get(f"/admin/accounts/{wallet['id']}", headers=compliance)).is_success
+    statement = await client.get(f"/admin/accounts/{wallet['id']}/statement", headers=compliance)
+    assert statement.status_code == 200, statement.text
+    # operators' own reads of accounts are operations, not compliance reads
+    assert (await client.get("/admin/accounts", headers=operator)).is_success
+    log = (await client.get("/admin/access-log", headers=operator)).json()
+    rows = [(row["actor"], row["role"], row["action"], row["target"]) for row in reversed(log)]
+    clara = people["id"]["compliance"]
+    assert rows == [
+        (clara, "compliance", "list_accounts", None),
+        (clara, "compliance", "read_account", wallet["id"]),
+        (clara, "compliance", "account_statement", wallet["id"]),
+    ]
+    assert log[-1]["details"] == {
+        "type": "player_wallet",
+        "owner_id": people["id"]["player"],
+        "limit": 100,
+        "offset": 0,
+        "found": 1,
+    }

@@ -1,0 +1,35 @@
+"""A table socket is only as good as its token: once the token is revoked (a stolen device,
+a logout), the socket gets no further view of the table (its player's hand included)."""
+
+from __future__ import annotations
+
+import pytest
+from litestar.exceptions import WebSocketDisconnect
+
+from app.tables.realtime import UNAUTHORIZED_CLOSE_CODE
+from tests.helpers import auth
+from tests.integration.tables.scenario import start_game
+
+pytestmark = pytest.mark.asyncio
+
+SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
+
+
+async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, settings):
+    game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **SLOW})
+    socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
+    with socket_session as socket:
+        first = socket.receive_json(timeout=10)
+        assert first["view"]["you"]["match_seat"] == 0
+        assert first["view"]["game_view"]["round"]["hand"]
+        revoked = await client.post(
+            f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
+        )
+        assert revoked.status_code == 200 and revoked.json() == {"revoked": 1}
+        refused = await client.get(f"/tables/{game.id}", headers=auth(game.token(0)))
+        assert refused.status_code == 401
+        await game.decide(1, True)  # a change: every open socket of the table is woken
+        with pytest.raises(WebSocketDisconnect) as closed:
+            message = socket.receive_json(timeout=10)
+            pytest.fail(f"a revoked token still received {message['type']}: {message}")
+        assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
