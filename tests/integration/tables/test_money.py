@@ -293,6 +293,17 @@ async def test_a_fee_change_applies_to_new_tables_only(client, settings):
     assert result["out_of_turn"] is False and result["discard"] == cards("QD")[0]
 
 
+@pytest.mark.parametrize("fee_bps", ["2000", 2_000.0, True])
+async def test_a_fee_rate_that_is_not_a_json_integer_is_refused(client, settings, fee_bps):
+    op = await operator(client, settings)
+    response = await client.post(
+        "/admin/fee-rates", json={"fee_bps": fee_bps, "reason": "typo"}, headers=auth(op)
+    )
+    assert_error(response, 400, "validation_error")
+    history = (await client.get("/admin/fee-rates", headers=auth(op))).json()
+    assert [rate["fee_bps"] for rate in history] == [1_000]
+
+
 MONEY = (
     "entry_cents",
     "seated",
