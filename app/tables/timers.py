@@ -82,8 +82,26 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         ):
             return False
         driver = TableDriver(runtime.context(session), table, _spec(table))
+        keeper = table.frozen_keeper_seat
+        alive = driver.spec.alive_seats(driver.match)
+        if keeper not in alive:
+            # An absent player's action ended a round while the table stood frozen and the
+            # keeper lost their last lives: the living player seen last wins instead (the
+            # rule the freeze itself uses), or the prize would stay in escrow for good.
+            seats = await driver.seats_by_engine_seat()
+            seen = dict(
+                (
+                    await session.execute(
+                        select(Presence.user_id, Presence.last_seen_at).where(
+                            Presence.table_id == table.id
+                        )
+                    )
+                ).all()
+            )
+            never = dt.datetime.min.replace(tzinfo=dt.UTC)
+            keeper = max(alive, key=lambda seat: (seen.get(seats[seat].user_id, never), -seat))
         await driver.apply_input(
-            {"type": "abandon_win", "seat": table.frozen_keeper_seat},
+            {"type": "abandon_win", "seat": keeper},
             {"deadline": deadline.id, "timer": "abandon"},
         )
         await driver.save()
