@@ -1,6 +1,6 @@
-"""A frozen table whose keeper is eliminated before its abandon deadline (RULES.md §3: the
-connected player wins the match and the prize).  The presence sweep and the deadline runner
-are driven by the test, so the order of events is exact."""
+"""A frozen table whose keeper is gone (eliminated, or away) when its abandon deadline passes
+(RULES.md §3: the connected player wins the match and the prize).  The presence sweep and
+the deadline runner are driven by the test, so the order of events is exact."""
 
 from __future__ import annotations
 
@@ -103,3 +103,51 @@ async def test_a_keeper_eliminated_while_frozen_does_not_leave_the_prize_in_escr
         table=uuid.UUID(game.id),
     )
     assert failed[0] == 0
+
+
+async def test_the_player_connected_when_the_abandon_deadline_passes_wins_the_prize(
+    client, settings
+):
+    """docs/tables.md: the player who stayed connected (or, if nobody did, the one seen last)
+    wins.  The keeper chosen at the freeze went away and another player came back alone:
+    the prize is the one who is there, not the one who left."""
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **timers})
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+    sweeper = PresenceSweeper(database, runtime)
+    runner = DeadlineRunner(database, table_deadline_handlers(runtime))
+
+    async def heartbeat(seat: int) -> None:
+        beat = await client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
+        assert beat.status_code == 204, beat.text
+
+    try:
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(1)
+        assert await sweeper.sweep() == 1
+        notes = [e for e in await game.log(1) if e["log"] == "note"]
+        assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 1
+
+        # seat 1 leaves too; seat 0 comes back, alone among the living
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(0)
+        await sweeper.sweep()
+        assert (await game.view(None))["frozen"] is True
+
+        await sql(
+            settings,
+            "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+            " WHERE table_id = :table AND kind = 'abandon'",
+            table=uuid.UUID(game.id),
+        )
+        await heartbeat(0)
+        await runner.run_due()
+    finally:
+        await database.dispose()
+
+    result = (await game.view(0))["result"]
+    assert result["reason"] == "abandon"
+    assert result["winner_seat"] == 0, result
+    assert await game.balances() == [1_850, 500, 500]
