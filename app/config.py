@@ -126,6 +126,8 @@ class Settings(BaseSettings):
             problems.append("RAIZ_SIGNING_KEYRING still has its development value")
         if self.payment_webhook_secret == DEV_PAYMENT_WEBHOOK_SECRET:
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
+        elif not self.payment_webhook_secret.strip():
+            problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET is empty (anybody could sign events)")
         if self.allow_fixed_decks:
             problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
         if self.allow_timer_overrides:

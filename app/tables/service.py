@@ -263,7 +263,12 @@ class TableService:
 
     async def cancel_locked(self, table: Table, reason: str) -> None:
         """Refund everyone and close the escrow of a locked open table."""
-        for seat in await self.active_seats(table.id):
+        # One refund per seat, each locking the escrow and that player's wallet: taken in
+        # wallet id order (the ledger's lock order), two cancellations sharing players lock
+        # their wallets in the same order and cannot deadlock.
+        wallet_id = self._context.ledger.wallet_id
+        seats = await self.active_seats(table.id)
+        for seat in sorted(seats, key=lambda seat: wallet_id(seat.user_id)):
             await self._refund(table, seat)
         await self._context.ledger.close_escrow(table.id)
         table.status = "cancelled"

@@ -82,8 +82,29 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         ):
             return False
         driver = TableDriver(runtime.context(session), table, _spec(table))
+        keeper = table.frozen_keeper_seat
+        alive = driver.spec.alive_seats(driver.match)
+        seats = await driver.seats_by_engine_seat()
+        seen = dict(
+            (
+                await session.execute(
+                    select(Presence.user_id, Presence.last_seen_at).where(
+                        Presence.table_id == table.id
+                    )
+                )
+            ).all()
+        )
+        never = dt.datetime.min.replace(tzinfo=dt.UTC)
+        grace = dt.timedelta(seconds=runtime.settings.presence_grace_s)
+        if keeper not in alive or seen.get(seats[keeper].user_id, never) < utcnow() - grace:
+            # The keeper chosen at the freeze is gone (they left, or an absent player's
+            # action ended a round and took their last lives): the living player who is
+            # connected now, or else the one seen last, wins -- the rule the freeze itself
+            # uses.  An eliminated keeper would otherwise fail the deadline for good and
+            # leave the prize in escrow.
+            keeper = max(alive, key=lambda seat: (seen.get(seats[seat].user_id, never), -seat))
         await driver.apply_input(
-            {"type": "abandon_win", "seat": table.frozen_keeper_seat},
+            {"type": "abandon_win", "seat": keeper},
             {"deadline": deadline.id, "timer": "abandon"},
         )
         await driver.save()

@@ -33,6 +33,12 @@ def test_production_refuses_each_development_secret(missing):
         Settings(env="production", **values)
 
 
+def test_production_refuses_an_empty_webhook_secret():
+    # An empty HMAC key is public: anybody could sign a deposit.succeeded event.
+    with pytest.raises(ConfigurationError, match="RAIZ_PAYMENT_WEBHOOK_SECRET"):
+        Settings(env="production", **{**REAL, "payment_webhook_secret": ""})
+
+
 def test_production_refuses_fixed_decks():
     with pytest.raises(ConfigurationError, match="RAIZ_ALLOW_FIXED_DECKS"):
         Settings(env="production", allow_fixed_decks=True, **REAL)

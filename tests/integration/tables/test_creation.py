@@ -36,6 +36,10 @@ async def post_table(client: Any, token: str, **body: Any) -> Any:
         ({"seat_count": 11}, "validation_error"),
         ({"entry_cents": -1}, "validation_error"),
         ({"entry_cents": 100_000_001}, "validation_error"),
+        # money is a JSON integer of centavos: no strings, floats or booleans
+        ({"entry_cents": "500"}, "validation_error"),
+        ({"entry_cents": 500.0}, "validation_error"),
+        ({"entry_cents": True}, "validation_error"),
         ({"fill_deadline_s": 9}, "validation_error"),
         ({"colour": "green"}, "validation_error"),
         ({"options": {"decision_timeout_ms": 1_000}}, "option_not_allowed"),

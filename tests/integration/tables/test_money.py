@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import assert_error, auth
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
-from tests.integration.tables.scenario import Game, cards, sql, start_game
+from tests.integration.tables.scenario import Game, cards, concurrently, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -130,6 +130,29 @@ async def test_cancelling_an_open_table_refunds_everyone(client, settings, by):
         409,
         "table_closed",
     )
+
+
+async def test_concurrent_cancellations_of_tables_sharing_players_refund_everyone(client, settings):
+    # Each cancellation refunds its seats one transfer at a time; with the players seated in
+    # opposite orders, refunding in seat order locked their wallets in opposite orders and
+    # PostgreSQL broke the deadlock by failing one cancellation with a 500.
+    op, players = await people(client, settings, 3, deposit=10_000)
+    _, creator = await player(client, settings, "creator", 0, op)
+    for _ in range(4):
+        first = await create_table(client, creator, seat_count=4, entry_cents=ENTRY)
+        second = await create_table(client, creator, seat_count=4, entry_cents=ENTRY)
+        for (_, token), (_, other) in zip(players, reversed(players), strict=True):
+            assert (await seat(client, token, first["id"])).status_code == 201
+            assert (await seat(client, other, second["id"])).status_code == 201
+        responses = await concurrently(
+            client,
+            [(f"/tables/{table['id']}/cancel", {}, op) for table in (first, second)],
+        )
+        assert [r.status_code for r in responses] == [200, 200], [r.text for r in responses]
+        assert [await balance(client, token) for _, token in players] == [10_000] * 3
+        for table in (first, second):
+            escrow = await account(client, op, "table_escrow", table["id"])
+            assert escrow["balance_cents"] == 0 and escrow["closed_at"] is not None
 
 
 async def test_a_player_who_did_not_create_the_table_cannot_cancel_it(client, settings):
@@ -291,6 +314,17 @@ async def test_a_fee_change_applies_to_new_tables_only(client, settings):
     result = closed["game_view"]["last_result"]
     assert result["result"] == "closed" and result["winner"] == 0
     assert result["out_of_turn"] is False and result["discard"] == cards("QD")[0]
+
+
+@pytest.mark.parametrize("fee_bps", ["2000", 2_000.0, True])
+async def test_a_fee_rate_that_is_not_a_json_integer_is_refused(client, settings, fee_bps):
+    op = await operator(client, settings)
+    response = await client.post(
+        "/admin/fee-rates", json={"fee_bps": fee_bps, "reason": "typo"}, headers=auth(op)
+    )
+    assert_error(response, 400, "validation_error")
+    history = (await client.get("/admin/fee-rates", headers=auth(op))).json()
+    assert [rate["fee_bps"] for rate in history] == [1_000]
 
 
 MONEY = (
