@@ -18,6 +18,8 @@ from app.tables.service import TableService
 from app.timers import schedule_deadline
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.db import Database
@@ -82,27 +84,18 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         ):
             return False
         driver = TableDriver(runtime.context(session), table, _spec(table))
-        keeper = table.frozen_keeper_seat
         alive = driver.spec.alive_seats(driver.match)
         seats = await driver.seats_by_engine_seat()
-        seen = dict(
-            (
-                await session.execute(
-                    select(Presence.user_id, Presence.last_seen_at).where(
-                        Presence.table_id == table.id
-                    )
-                )
-            ).all()
-        )
-        never = dt.datetime.min.replace(tzinfo=dt.UTC)
+        seen = await _last_seen(session, table.id)
         grace = dt.timedelta(seconds=runtime.settings.presence_grace_s)
-        if keeper not in alive or seen.get(seats[keeper].user_id, never) < utcnow() - grace:
+        online = _online(alive, seats, seen, utcnow(), grace)
+        keeper = table.frozen_keeper_seat
+        if keeper not in online:
             # The keeper chosen at the freeze is gone (they left, or an absent player's
-            # action ended a round and took their last lives): the living player who is
-            # connected now, or else the one seen last, wins -- the rule the freeze itself
-            # uses.  An eliminated keeper would otherwise fail the deadline for good and
+            # action ended a round and took their last lives): the freeze's own rule picks
+            # again.  An eliminated keeper would otherwise fail the deadline for good and
             # leave the prize in escrow.
-            keeper = max(alive, key=lambda seat: (seen.get(seats[seat].user_id, never), -seat))
+            keeper = _keeper(alive, seats, seen, online)
         await driver.apply_input(
             {"type": "abandon_win", "seat": keeper},
             {"deadline": deadline.id, "timer": "abandon"},
@@ -116,6 +109,45 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
 def abandon_token(frozen_at: dt.datetime) -> str:
     """The token of the abandon deadline armed when a table froze at ``frozen_at``."""
     return f"abandon:{frozen_at.isoformat()}"
+
+
+_NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+async def _last_seen(session: AsyncSession, table_id: uuid.UUID) -> dict[uuid.UUID, dt.datetime]:
+    """When each player of the table was last seen (players never seen are absent)."""
+    rows = await session.execute(
+        select(Presence.user_id, Presence.last_seen_at).where(Presence.table_id == table_id)
+    )
+    return {user_id: last_seen_at for user_id, last_seen_at in rows}
+
+
+def _online(
+    alive: Iterable[int],
+    seats: Mapping[int, Seat],
+    seen: Mapping[uuid.UUID, dt.datetime],
+    now: dt.datetime,
+    grace: dt.timedelta,
+) -> list[int]:
+    """The living engine seats whose player was seen within ``grace``, in seat order."""
+    return sorted(
+        seat
+        for seat in alive
+        if seat in seats and seen.get(seats[seat].user_id, _NEVER) >= now - grace
+    )
+
+
+def _keeper(
+    alive: Iterable[int],
+    seats: Mapping[int, Seat],
+    seen: Mapping[uuid.UUID, dt.datetime],
+    online: Sequence[int],
+) -> int:
+    """Who wins a frozen table if nobody comes back: the living player connected, or else the
+    living player seen last (the lower seat on a tie)."""
+    if online:
+        return online[0]
+    return max(alive, key=lambda seat: (seen.get(seats[seat].user_id, _NEVER), -seat))
 
 
 def _spec(table: Table) -> GameSpec:
@@ -173,31 +205,11 @@ class PresenceSweeper:
             driver = TableDriver(context, table, _spec(table))
             alive = set(driver.spec.alive_seats(driver.match))
             seats = await driver.seats_by_engine_seat()
-            seen = dict(
-                (
-                    await session.execute(
-                        select(Presence.user_id, Presence.last_seen_at).where(
-                            Presence.table_id == table.id
-                        )
-                    )
-                ).all()
-            )
+            seen = await _last_seen(session, table.id)
             now = utcnow()
-            online = sorted(
-                seat
-                for seat in alive
-                if seat in seats and seen.get(seats[seat].user_id, now - 2 * grace) >= now - grace
-            )
+            online = _online(alive, seats, seen, now, grace)
             if table.frozen_at is None and len(alive) >= 2 and len(online) <= 1:
-                never = dt.datetime.min.replace(tzinfo=dt.UTC)
-                keeper = (
-                    online[0]
-                    if online
-                    else max(
-                        alive,
-                        key=lambda seat: (seen.get(seats[seat].user_id, never), -seat),
-                    )
-                )
+                keeper = _keeper(alive, seats, seen, online)
                 table.frozen_at = now
                 table.frozen_keeper_seat = keeper
                 abandon_after_ms = int(table.options.get("abandon_after_ms", 600_000))
