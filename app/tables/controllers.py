@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath, JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from app.accounts.auth import principal_of, requires_role
 from app.api.deps import DbSession
-from app.errors import ValidationFailed
+from app.api.strict import strict_body
 from app.tables import metrics
 from app.tables.fees import current_fee_rate, fee_rate_history, set_fee_rate
 from app.tables.runtime import TableRuntime
@@ -30,19 +29,6 @@ from app.tables.views import table_summary, table_view
 __all__ = ("FeeRateController", "TableController")
 
 AnyRequest = Request[Any, Any, Any]
-T = TypeVar("T")
-
-
-async def _strict_body(request: AnyRequest, body_type: type[T]) -> T:
-    """The body decoded strictly: Litestar's own conversion is lenient (it turns ``"500"``
-    and ``500.0`` into ``500``), and a money amount must be a JSON integer."""
-    try:
-        return msgspec.json.decode(await request.body(), type=body_type)
-    except msgspec.ValidationError as error:
-        raise ValidationFailed(
-            "The request is not valid.",
-            details={"errors": [{"message": str(error), "source": "body"}]},
-        ) from None
 
 
 def _service(request: AnyRequest, session: DbSession) -> TableService:
@@ -66,7 +52,7 @@ class TableController(Controller):
         self, request: AnyRequest, data: JSONBody[TableCreate], db_session: DbSession
     ) -> dict[str, Any]:
         """Open a table; the current fee rate is snapshotted into it."""
-        data = await _strict_body(request, TableCreate)
+        data = await strict_body(request, TableCreate)
         table = await _service(request, db_session).create(
             principal_of(request),
             preset=data.preset,
@@ -260,7 +246,7 @@ class FeeRateController(Controller):
         self, request: AnyRequest, data: JSONBody[FeeRateChange], db_session: DbSession
     ) -> dict[str, Any]:
         """Set the rate for tables created from now on (existing tables keep theirs)."""
-        data = await _strict_body(request, FeeRateChange)
+        data = await strict_body(request, FeeRateChange)
         rate = await set_fee_rate(
             db_session, data.fee_bps, principal_of(request).user_id, data.reason
         )

@@ -4,9 +4,8 @@ account inspection, and the payment provider's webhook."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
@@ -15,8 +14,8 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from app.accounts.auth import PUBLIC_OPT_KEY, principal_of, requires_role
 from app.api.deps import AppSettings, DbSession
 from app.api.openapi import ErrorBody
+from app.api.strict import strict_body
 from app.compliance.access import record_access
-from app.errors import ValidationFailed
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AccountRead,
@@ -39,7 +38,6 @@ __all__ = (
     "WalletController",
 )
 
-T = TypeVar("T")
 Limit = Annotated[int, QueryParameter(ge=1, le=MAX_STATEMENT_LIMIT, description="Page size.")]
 BeforeVersion = Annotated[
     int | None,
@@ -128,7 +126,7 @@ class AdminWalletsController(Controller):
             principal_of(request).user_id,
             user_id,
             idempotency_key,
-            await _strict_body(request, MoneyMovementCreate),
+            await strict_body(request, MoneyMovementCreate),
         )
         return _created_or_replayed(transfer)
 
@@ -154,7 +152,7 @@ class AdminWalletsController(Controller):
             principal_of(request).user_id,
             user_id,
             idempotency_key,
-            await _strict_body(request, MoneyMovementCreate),
+            await strict_body(request, MoneyMovementCreate),
         )
         return _created_or_replayed(transfer)
 
@@ -267,7 +265,7 @@ class PaymentWebhookController(Controller):
         body, 200 with the original result when the event id was already applied."""
         del data  # documented for OpenAPI; decoded strictly below
         verify_signature(settings.payment_webhook_secret, await request.body(), signature)
-        event = await _strict_body(request, PaymentEvent)
+        event = await strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
 
 
@@ -285,18 +283,6 @@ async def _audit_compliance_read(
         return
     record_access(db_session, actor=principal, action=action, target=target, details=details)
     await db_session.commit()
-
-
-async def _strict_body(request: Request[Any, Any, Any], body_type: type[T]) -> T:
-    """The body decoded strictly: Litestar's own conversion is lenient (it turns ``"100"``
-    into ``100``), and a money amount must be a JSON integer."""
-    try:
-        return msgspec.json.decode(await request.body(), type=body_type)
-    except msgspec.ValidationError as error:
-        raise ValidationFailed(
-            "The request is not valid.",
-            details={"errors": [{"message": str(error), "source": "body"}]},
-        ) from None
 
 
 def _created_or_replayed(transfer: TransferRead) -> Response[TransferRead]:
