@@ -185,6 +185,24 @@ def test_rule_3_a_dealer_in_marra_cannot_run() -> None:
     assert match.lives == [1, 6, 6]
 
 
+def test_rule_3_nobody_decides_again_once_the_cards_are_played() -> None:
+    match = play(4, dealer=0)
+    assert match.round is not None and match.round.phase == "draw"
+    for seat in (0, 1, 2, 3):
+        for mandar in (True, False):
+            refuse("wrong_phase", match.decide, seat, mandar)
+    match.draw_stock(1)
+    refuse("wrong_phase", match.decide, 0, False)
+    match.discard(1, hand(match, 1)[0])
+    refuse("wrong_phase", match.decide, 0, False)
+    assert match.round.phase == "claim_window" and match.round.decisions == {
+        0: True,
+        1: True,
+        2: True,
+        3: True,
+    }
+
+
 def test_rule_3_choices_revealed_once_the_dealer_has_decided() -> None:
     match = start(4, dealer=0)
     match.decide(1, True)
