@@ -64,6 +64,18 @@ def test_rule_1_wild_substitutes_any_missing_card_of_a_set_or_run() -> None:
     assert not valid("9C 8D 6H", wilds)
 
 
+def test_rule_1_a_wild_never_makes_a_fifth_card_of_a_set() -> None:
+    # a trinca has 3 or 4 cards of different suits: with all four suits there, a wild has no
+    # missing card to stand in for (as a joker), whatever the meld size allowed
+    wilds = wild_ids(c("5H"), "same_suit", 2)  # 6H is wild
+    assert valid("9C 9D 9S 6H", wilds, ANY)
+    assert not valid("9C 9D 9S 9H 6H", wilds, ANY)
+    assert not is_valid_meld(
+        cs("9C 9D 9S 9H 6H"), wilds, MeldRules(meld_shape="any", wilds_per_meld=2)
+    )
+    assert not faces_form_meld(cs("9C 9D 9S 9H"), 1, ANY)
+
+
 def test_rule_1_at_most_wilds_per_meld_substituting_wilds() -> None:
     wilds = wild_ids(c("5H"), "all_suits", 2)  # every 6 is wild
     assert not valid("9C 6S 6D", wilds)
