@@ -55,6 +55,18 @@ def test_rule_1_ace_low_or_high_never_wraps() -> None:
     assert not is_valid_meld(cs("QH KH AH"), NO_WILDS, low_only)
 
 
+def test_rule_1_a_wild_never_makes_a_run_wrap_round_the_ace() -> None:
+    wilds = wild_ids(c("5S"), "same_suit", 2)  # 6S is wild
+    assert valid("QH KH 6S", wilds)  # J-Q-K or Q-K-A
+    assert valid("KH AH 6S", wilds)  # Q-K-A
+    assert valid("AH 3H 6S", wilds)  # A-2-3
+    assert not valid("KH 2H 6S", wilds)  # only as K-A-2
+    assert not valid("KH 6S 2H 3H", wilds, ANY)  # K-A-2-3
+    low_only = MeldRules(ace_high=False)
+    assert not is_valid_meld(cs("KH AH 6S"), wilds, low_only)  # ace low only: K-A never
+    assert is_valid_meld(cs("AH 2H 6S"), wilds, low_only)
+
+
 def test_rule_1_wild_substitutes_any_missing_card_of_a_set_or_run() -> None:
     wilds = wild_ids(c("5H"), "same_suit", 2)  # 6H is wild
     assert valid("9C 9D 6H", wilds)  # a nine of any other suit
