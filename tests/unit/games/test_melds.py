@@ -55,6 +55,18 @@ def test_rule_1_ace_low_or_high_never_wraps() -> None:
     assert not is_valid_meld(cs("QH KH AH"), NO_WILDS, low_only)
 
 
+def test_rule_1_a_wild_never_makes_a_run_wrap_round_the_ace() -> None:
+    wilds = wild_ids(c("5S"), "same_suit", 2)  # 6S is wild
+    assert valid("QH KH 6S", wilds)  # J-Q-K or Q-K-A
+    assert valid("KH AH 6S", wilds)  # Q-K-A
+    assert valid("AH 3H 6S", wilds)  # A-2-3
+    assert not valid("KH 2H 6S", wilds)  # only as K-A-2
+    assert not valid("KH 6S 2H 3H", wilds, ANY)  # K-A-2-3
+    low_only = MeldRules(ace_high=False)
+    assert not is_valid_meld(cs("KH AH 6S"), wilds, low_only)  # ace low only: K-A never
+    assert is_valid_meld(cs("AH 2H 6S"), wilds, low_only)
+
+
 def test_rule_1_wild_substitutes_any_missing_card_of_a_set_or_run() -> None:
     wilds = wild_ids(c("5H"), "same_suit", 2)  # 6H is wild
     assert valid("9C 9D 6H", wilds)  # a nine of any other suit
@@ -62,6 +74,18 @@ def test_rule_1_wild_substitutes_any_missing_card_of_a_set_or_run() -> None:
     assert valid("6H 9S 10S", wilds)  # an end of the run
     assert valid("QC KC 6H", wilds)  # J or A
     assert not valid("9C 8D 6H", wilds)
+
+
+def test_rule_1_a_wild_never_makes_a_fifth_card_of_a_set() -> None:
+    # a trinca has 3 or 4 cards of different suits: with all four suits there, a wild has no
+    # missing card to stand in for (as a joker), whatever the meld size allowed
+    wilds = wild_ids(c("5H"), "same_suit", 2)  # 6H is wild
+    assert valid("9C 9D 9S 6H", wilds, ANY)
+    assert not valid("9C 9D 9S 9H 6H", wilds, ANY)
+    assert not is_valid_meld(
+        cs("9C 9D 9S 9H 6H"), wilds, MeldRules(meld_shape="any", wilds_per_meld=2)
+    )
+    assert not faces_form_meld(cs("9C 9D 9S 9H"), 1, ANY)
 
 
 def test_rule_1_at_most_wilds_per_meld_substituting_wilds() -> None:

@@ -143,6 +143,66 @@ def test_rule_3_dealer_decides_last_seeing_only_how_many_chose_mandar() -> None:
     assert match.current_deadline().kind == "dealer_decision"  # type: ignore[union-attr]
 
 
+def test_rule_3_a_non_dealer_decides_once_and_cannot_change_its_choice() -> None:
+    match = start(4, dealer=0)
+    match.decide(1, True)
+    refuse("already_decided", match.decide, 1, False)
+    refuse("already_decided", match.decide, 1, True)
+    assert not match.can_decide(1, False)
+    assert match.round is not None and match.round.decisions == {1: True}
+    assert match.round.phase == "deciding"
+
+
+def test_rule_3_the_dealer_has_its_own_30_second_decision_timer() -> None:
+    match = start(3, dealer=0, options={"turn_timeout_ms": 25_000, "claim_window_ms": 3_000})
+    first = match.current_deadline()
+    assert first is not None and (first.kind, first.duration_ms, first.seats) == (
+        "decision",
+        30_000,
+        (1, 2),
+    )
+    match.decide(1, True)
+    match.decide(2, True)
+    deadline = match.current_deadline()
+    assert deadline is not None
+    assert (deadline.kind, deadline.duration_ms, deadline.seats) == (
+        "dealer_decision",
+        30_000,
+        (0,),
+    )
+    assert deadline.token != first.token  # a new timer, not what is left of the others'
+
+
+def test_rule_3_a_dealer_in_marra_cannot_run() -> None:
+    match = start(3, dealer=0, lives=[1, 7, 7])
+    match.decide(1, False)
+    match.decide(2, False)
+    refuse("marra_cannot_run", match.decide, 0, False)
+    assert not match.can_decide(0, False) and match.can_decide(0, True)
+    events = match.decide(0, True)
+    ended = next(event for event in events if event.type == "round_ended")
+    assert (ended.result, ended.winner) == ("one_left", 0)  # type: ignore[attr-defined]
+    assert match.lives == [1, 6, 6]
+
+
+def test_rule_3_nobody_decides_again_once_the_cards_are_played() -> None:
+    match = play(4, dealer=0)
+    assert match.round is not None and match.round.phase == "draw"
+    for seat in (0, 1, 2, 3):
+        for mandar in (True, False):
+            refuse("wrong_phase", match.decide, seat, mandar)
+    match.draw_stock(1)
+    refuse("wrong_phase", match.decide, 0, False)
+    match.discard(1, hand(match, 1)[0])
+    refuse("wrong_phase", match.decide, 0, False)
+    assert match.round.phase == "claim_window" and match.round.decisions == {
+        0: True,
+        1: True,
+        2: True,
+        3: True,
+    }
+
+
 def test_rule_3_choices_revealed_once_the_dealer_has_decided() -> None:
     match = start(4, dealer=0)
     match.decide(1, True)

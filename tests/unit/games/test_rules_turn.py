@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.games import GameError, new_match, resolve_options, spectator_view, visible_event
+from app.games import (
+    GameError,
+    new_match,
+    player_view,
+    resolve_options,
+    spectator_view,
+    visible_event,
+)
 from app.games.events import Dealt, DrewDiscard
 
 from .support import c, cs, hand, play, types
@@ -88,6 +95,25 @@ def test_rule_2_everybody_sees_which_card_was_taken_from_the_discard_pile() -> N
     for viewer in (None, 0, 1, 3):
         assert visible_event(taken, viewer)["card"] == c("KC")  # type: ignore[index]
     assert spectator_view(match)["round"]["taken_from_pile"] == c("KC")
+
+
+def test_rule_2_a_card_drawn_from_the_stock_stays_hidden_after_a_turn_that_took_from_the_pile() -> (
+    None
+):
+    # seat 2 takes KC from the pile; seat 3 then draws from the stock: only seat 3 sees that
+    # card, and nothing says a card was taken from the pile on seat 3's turn
+    match = play(hands={1: cs("KC 2D 3S 4H 5D 7S 8H 10C JD")}, stock=cs("QS QH"))
+    pass_turn(match, 1, discard=c("KC"))
+    match.draw_discard(2)
+    match.discard(2, hand(match, 2)[0])
+    match.claim_window_closed()
+    match.draw_stock(3)
+    assert match.round is not None and match.round.drawn == c("QH")
+    assert spectator_view(match)["round"]["taken_from_pile"] is None
+    assert player_view(match, 1)["round"]["taken_from_pile"] is None
+    assert player_view(match, 3)["round"]["drawn"] == c("QH")
+    events = match.timeout()  # the timeout discards the card just drawn from the stock
+    assert events[0].type == "discarded" and events[0].card == c("QH")  # type: ignore[attr-defined]
 
 
 def test_rule_2_option_restricted_discard_draw() -> None:

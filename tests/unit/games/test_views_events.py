@@ -178,6 +178,73 @@ def test_rule_1_close_with_a_client_partition_or_found_by_the_server() -> None:
     assert error.value.code == "cannot_close"
 
 
+def test_rule_1_a_client_partition_repeating_a_card_is_refused() -> None:
+    match = play(hands={1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}, stock=cs("9S"))
+    match.draw_stock(1)
+    before = match.state_hash()
+    melds = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9S")]
+    for partition in ([*melds, cs("9C 9D 9S")], [cs("AH 2H 3H"), cs("AH 2H 3H"), *melds[1:]]):
+        with pytest.raises(GameError) as error:
+            match.close(1, partition, c("KC"))
+        assert error.value.code == "invalid_partition"
+        assert not match.can_close(1, partition, c("KC"))
+    assert match.state_hash() == before
+    match.close(1, melds, c("KC"))  # the same melds once each close
+
+
+def test_rule_1_three_threes_refuses_a_client_partition_with_melds_of_four_or_five() -> None:
+    # cacheta-raiz closes with exactly three melds of three: a run of 4 plus a run of 5 does
+    # not close, even though both melds are valid (it would under meld_shape any)
+    hands = {1: cs("AH 2H 3H 4H 5S 6S 7S 8S KC")}
+    partition = [cs("AH 2H 3H 4H"), cs("5S 6S 7S 8S 9S")]
+    match = play(hands=hands, stock=cs("9S"))
+    match.draw_stock(1)
+    with pytest.raises(GameError) as error:
+        match.close(1, partition, c("KC"))
+    assert error.value.code == "invalid_partition"
+    with pytest.raises(GameError):
+        match.close(1, partition)
+    with pytest.raises(GameError):
+        match.close(1)
+    assert match.round is not None and match.round.phase == "discard"
+    any_shape = play(hands=hands, stock=cs("9S"), options={"meld_shape": "any"})
+    any_shape.draw_stock(1)
+    assert any_shape.can_close(1, partition, c("KC"))
+
+
+def test_rule_1_a_client_partition_cannot_also_use_its_discard_in_a_meld() -> None:
+    # under meld_shape any every card of this hand fits in melds; naming one of them as the
+    # discard as well is refused (the card would be both laid down and discarded)
+    hands = {1: cs("AH 2H 3H 4S 5S 6S 9C 9D 9H")}
+    match = play(hands=hands, stock=cs("9S"), options={"meld_shape": "any"})
+    match.draw_stock(1)
+    partition = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9H 9S")]
+    with pytest.raises(GameError) as error:
+        match.close(1, partition, c("9S"))
+    assert error.value.code == "invalid_partition"
+    assert not match.can_close(1, partition, c("9S"))
+    assert match.round is not None and c("9S") in match.round.hands[1]
+
+
+def test_rule_2_a_client_partition_cannot_leave_the_card_from_the_pile_as_the_discard() -> None:
+    # seat 2 takes 9S from the pile: a partition leaving 9S out (so 9S would be the discard)
+    # is refused; the same hand closes with 9S in a meld, discarding 9H
+    hands = {1: cs("9S 2D 3S 4H 5D 7S 8H 10C JD"), 2: cs("AH 2H 3H 4S 5S 6S 9C 9D 9H")}
+    match = play(hands=hands)
+    match.draw_stock(1)
+    match.discard(1, c("9S"))
+    match.claim_window_closed()
+    match.draw_discard(2)
+    leaves_9s = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9H")]
+    with pytest.raises(GameError) as error:
+        match.close(2, leaves_9s)
+    assert error.value.code == "card_locked"
+    assert not match.can_close(2, leaves_9s)
+    events = match.close(2, [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9S")])
+    closed = next(event for event in events if event.type == "closed")
+    assert closed.discard == c("9H")  # type: ignore[attr-defined]
+
+
 def test_rule_1_option_wild_from_discard_is_plain_for_the_taker() -> None:
     # vira 5H: 6H is wild; seat 2 takes 6H from the pile and may not use it as a joker
     hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
