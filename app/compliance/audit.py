@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     from app.db import Database
     from rng.service import RngService
 
-__all__ = ("AuditReport", "few_collections", "pinned_keys", "verify_all", "verify_tables")
+__all__ = (
+    "AuditReport",
+    "few_collections",
+    "finished_table_ids",
+    "pinned_keys",
+    "verify_all",
+    "verify_tables",
+)
 
 TABLES_PER_BATCH: Final = 50
 _SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
@@ -123,6 +130,17 @@ async def pinned_keys(session: AsyncSession) -> dict[str, bytes]:
     return {
         key["key_id"]: bytes.fromhex(key["public_key"]) for key in await public_key_dicts(session)
     }
+
+
+async def finished_table_ids(session: AsyncSession) -> list[uuid.UUID]:
+    """Every table with a finished round, in id order (what ``verify-all`` goes through)."""
+    rows = await session.scalars(
+        select(Round.table_id)
+        .join(RoundResult, RoundResult.round_id == Round.id)
+        .group_by(Round.table_id)
+        .order_by(Round.table_id)
+    )
+    return list(rows.all())
 
 
 async def verify_tables(
@@ -291,16 +309,7 @@ async def verify_all(database: Database, settings: Settings, *, jobs: int = 1) -
         if jobs > 1:
             snapshot = str(await session.scalar(text("SELECT pg_export_snapshot()")))
         keys = await pinned_keys(session)
-        table_ids = list(
-            (
-                await session.scalars(
-                    select(Round.table_id)
-                    .join(RoundResult, RoundResult.round_id == Round.id)
-                    .group_by(Round.table_id)
-                    .order_by(Round.table_id)
-                )
-            ).all()
-        )
+        table_ids = await finished_table_ids(session)
         report.in_progress = int(
             await session.scalar(
                 select(func.count())

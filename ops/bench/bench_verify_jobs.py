@@ -24,13 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from app.compliance import audit
 from app.compliance.service import allow_fixed_streams
 from app.config import get_settings
 from app.db import Database, resolve_database_url
-from app.tables.models import Round, RoundResult
 
 RUNS = 2
 
@@ -44,16 +43,7 @@ async def measure(jobs: int) -> None:
             await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
             snapshot = str(await session.scalar(text("SELECT pg_export_snapshot()")))
             keys = await audit.pinned_keys(session)
-            table_ids = list(
-                (
-                    await session.scalars(
-                        select(Round.table_id)
-                        .join(RoundResult, RoundResult.round_id == Round.id)
-                        .group_by(Round.table_id)
-                        .order_by(Round.table_id)
-                    )
-                ).all()
-            )
+            table_ids = await audit.finished_table_ids(session)
             if not table_ids:
                 raise SystemExit("no finished round in this database")
             loop = asyncio.get_running_loop()
