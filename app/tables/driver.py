@@ -283,10 +283,22 @@ class TableDriver:
 
     # --- saving ------------------------------------------------------------------------------
     async def save(self) -> None:
-        """Persist the live state, arm the next timer, and wake every watcher on commit."""
+        """Persist the live state, arm the next timer, and wake every watcher on commit.
+
+        A change only its author may see (a secret decision, a claim in the claim window:
+        see :meth:`_is_private`) changes nobody else's view: the step stays, its events are
+        appended to the table's last events (the author's own view shows them; everyone
+        else's shows the same events as before) and nobody is woken.  Otherwise the others
+        would learn *that* somebody decided or claimed -- and a claim means two melds in hand,
+        which the claim window exists to hide (RULES.md §3).
+        """
         table = self.table
         if self._match is not None:
             table.match_state = self._match.snapshot()
+        if self._is_private():
+            table.last_events = [*(table.last_events or []), *self._batch]
+            self._batch = []
+            return
         table.step += 1
         table.last_events = self._batch
         self._batch = []
@@ -301,6 +313,14 @@ class TableDriver:
             text("SELECT pg_notify(:channel, :payload)"),
             {"channel": notify_channel(table.id), "payload": str(table.step)},
         )
+
+    def _is_private(self) -> bool:
+        """Whether this change is seen by its author alone: every event it emitted is hidden
+        from spectators and the running timer is still the one armed before it."""
+        if not self._batch or not self._timer_unchanged():
+            return False
+        events = [self.spec.event_from_dict(event) for event in self._batch]
+        return not self.spec.visible_events(events, None)
 
     def _timer_unchanged(self) -> bool:
         """Whether the engine's timer is still the one armed before this change (a draw

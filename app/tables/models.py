@@ -77,7 +77,9 @@ class Table(GameBase):
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     step: Mapped[int] = mapped_column(Integer, default=0)
-    """Bumped by every change of the live state; timers and clients use it as a version."""
+    """Bumped by every change of the live state that more than its author can see (a secret
+    decision or a claim leaves it as it is: ``TableDriver.save``); clients use it as a
+    version."""
     match_state: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     """Snapshot of the running match (rebuildable from the round logs)."""
     round_number: Mapped[int] = mapped_column(Integer, default=0)

@@ -354,17 +354,17 @@ class TableService:
         except GameError as error:
             metrics.ACTIONS.labels(str(action.get("type")), "refused").inc()
             raise from_game_error(error) from None
+        await driver.save()
         self._session.add(
             TableAction(
                 table_id=table.id,
                 user_id=principal.user_id,
                 action_id=action_id,
                 request_sha256=request_hash,
-                step=table.step + 1,
+                step=table.step,
             )
         )
         await self.touch(table.id, principal.user_id)
-        await driver.save()
         metrics.ACTIONS.labels(str(action.get("type")), "applied").inc()
         return table, False
 

@@ -2,8 +2,9 @@
 check that every message a viewer received stays within it.
 
 Ground truth comes from the round log (every committed transaction of a running table
-writes its entries with one ``created_at``, and bumps ``tables.step`` by one), the
-``dealt`` events (hands and stock), and ``rng.reveals`` (seeds).
+writes its entries with one ``created_at``, and bumps ``tables.step`` by one unless its only
+events are private ones), the ``dealt`` events (hands and stock), and ``rng.reveals``
+(seeds).
 
 A card id in a message is attributed to a round (``game_view.round.number``, the ``round``
 field of events and of ``last_result``) and must be, at the message's step, either one the
@@ -83,6 +84,11 @@ class Knowledge:
         return public | self.own[step].get(round_number, {}).get(viewer, frozenset())
 
 
+def _only_private(group: Sequence[dict[str, Any]]) -> bool:
+    events = [entry["body"]["type"] for entry in group if entry["kind"] == "event"]
+    return bool(events) and PRIVATE_EVENTS.issuperset(events)
+
+
 async def rebuild(db: asyncpg.Connection, table_id: str) -> Knowledge:
     """Replay the table's log into per-step knowledge (checking the step numbering)."""
     log = await fetch_log(db, table_id)
@@ -101,15 +107,22 @@ async def rebuild(db: asyncpg.Connection, table_id: str) -> Knowledge:
             groups[-1].append(entry)
         else:
             groups.append([entry])
-    pre = final_step - len(groups)
+    # A transaction whose only events are private (a secret decision, a claim) keeps the
+    # step: its author's view gains them, nobody else's changes (``TableDriver.save``).
+    private = [_only_private(group) for group in groups]
+    pre = final_step - private.count(False)
     # Seats before the last one are saved without a round (nothing logged yet).
     assert pre == seat_count - 1, (pre, seat_count, final_step, len(groups))
     knowledge = Knowledge(pre, final_step, list(range(seat_count)))
     public: dict[int, set[int]] = defaultdict(set)
     own: dict[int, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
-    for index, group in enumerate(groups):
-        step = pre + 1 + index
-        seqs = set()
+    step = pre
+    for group, quiet in zip(groups, private, strict=True):
+        seqs: set[int] = set()
+        if quiet:
+            seqs.update(knowledge.event_seqs.get(step, ()))
+        else:
+            step += 1
         for entry in group:
             if entry["kind"] != "event":
                 continue

@@ -3,6 +3,7 @@ the discarder whatever the click order, and queimar."""
 
 from __future__ import annotations
 
+import queue
 from typing import Any
 
 import pytest
@@ -180,3 +181,54 @@ async def test_a_burned_player_cannot_draw_the_discard_nor_claim_again(client, s
     assert drew["game_view"]["round"]["drawn"] == cards("AH")[0]
     truth = await game.truth()
     assert truth["round"]["burned"] == [2]
+
+
+SLOW_WINDOW = {**TIMERS, "claim_window_ms": 8_000}
+"""Long enough to look at every view while the window is open."""
+
+
+async def test_a_claim_changes_nothing_anybody_else_can_see(client, settings):
+    """A claim means two melds in hand (RULES.md §3), and the claim window opens after every
+    discard so that nobody learns who holds them: until the window closes, nobody but the
+    claimant sees any change -- not the claim, not even that the table moved (same step, same
+    events, no view pushed)."""
+    hands = {
+        0: DISCARDER,
+        1: ["2C", "3C", "4C", "5H", "6H", "7H", "9S", "9H", "QD"],  # two melds: may claim
+        2: JUNK,
+        3: JUNK,
+    }
+    game = await start_game(
+        client,
+        settings,
+        players=4,
+        dealer=3,
+        hands=hands,
+        vira="KD",
+        stock=["5C"],
+        options={"lives": 3, **SLOW_WINDOW},
+    )
+    await everybody_plays(game)
+    await discard_nine_of_clubs(game)
+    others = (0, 2, 3, None)
+    before = {seat: await game.view(seat) for seat in others}
+    mine = await game.view(1)
+    session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(2)}")
+    with session as socket:
+        assert socket.receive_json(timeout=10)["view"] == before[2]
+
+        claimed = await game.act(1, "claim")
+        assert claimed["game_view"]["round"]["claimed"] is True
+        assert [e["seat"] for e in of_type(claimed, "claimed")] == [1]
+        assert claimed["step"] == mine["step"]
+        for seat in others:
+            assert await game.view(seat) == before[seat], seat
+        with pytest.raises(queue.Empty):
+            message = socket.receive_json(timeout=1)
+            pytest.fail(f"seat 2 was sent a view after seat 1's claim: {message}")
+
+        # the window closes (a public change): seat 2 is sent the view that shows the claim
+        closed = socket.receive_json(timeout=30)["view"]
+        assert closed["step"] > before[2]["step"]
+        (ended,) = of_type(closed, "claim_window_ended")
+        assert ended["claimants"] == [1]

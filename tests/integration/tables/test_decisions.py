@@ -34,11 +34,14 @@ async def test_decisions_stay_secret_until_the_dealer_decides(client, settings):
     response = await game.post(3, {"type": "decide", "mandar": True})
     assert_error(response, 409, "not_your_turn")
 
+    before = {other: await game.view(other) for other in (1, 2, 3, None)}
     mine = await game.decide(0, True)
     assert mine["game_view"]["round"]["my_decision"] is True
     assert [e["seat"] for e in of_type(mine, "decision_made")] == [0]
     for other in (1, 2, 3, None):
         seen = await game.view(other)
+        # not even *that* seat 0 decided: the same view, step and events included
+        assert seen == before[other], other
         round_ = seen["game_view"]["round"]
         assert round_["decisions"] is None
         assert round_["players"] is None

@@ -16,7 +16,7 @@ SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_
 
 
 async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, settings):
-    game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **SLOW})
+    game = await start_game(client, settings, players=3, dealer=0, options={"lives": 3, **SLOW})
     socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
     with socket_session as socket:
         first = socket.receive_json(timeout=10)
@@ -28,7 +28,10 @@ async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, 
         assert revoked.status_code == 200 and revoked.json() == {"revoked": 1}
         refused = await client.get(f"/tables/{game.id}", headers=auth(game.token(0)))
         assert refused.status_code == 401
-        await game.decide(1, True)  # a change: every open socket of the table is woken
+        # the last non-dealer decision starts the dealer's: a public change, which wakes every
+        # open socket of the table (a single secret decision wakes nobody)
+        await game.decide(1, True)
+        await game.decide(2, True)
         with pytest.raises(WebSocketDisconnect) as closed:
             message = socket.receive_json(timeout=10)
             pytest.fail(f"a revoked token still received {message['type']}: {message}")
