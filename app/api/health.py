@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from litestar import Controller, MediaType, Response, get
 from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
@@ -12,6 +13,8 @@ from sqlalchemy import text
 from app.accounts.auth import PUBLIC_OPT_KEY
 
 __all__ = ("HealthController",)
+
+logger = structlog.get_logger("raiz.health")
 
 
 class HealthController(Controller):
@@ -37,8 +40,10 @@ class HealthController(Controller):
             async with state.database.engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         except Exception as exc:
+            # the probe is public: why the database failed goes to the log, not to the caller
+            logger.warning("database_unavailable", error=type(exc).__name__, detail=str(exc))
             return Response(
-                {"status": "unavailable", "database": type(exc).__name__},
+                {"status": "unavailable", "database": "unavailable"},
                 status_code=503,
                 media_type=MediaType.JSON,
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytestmark = pytest.mark.asyncio
@@ -14,7 +16,7 @@ async def test_health_probes(client):
     assert ready.status_code == 200 and ready.json()["database"] == "ok"
 
 
-async def test_ready_reports_503_when_the_database_is_gone(pg_server_url):
+async def test_ready_reports_503_when_the_database_is_gone(pg_server_url, capfd):
     from litestar.testing import AsyncTestClient
     from sqlalchemy.engine import make_url
 
@@ -25,7 +27,11 @@ async def test_ready_reports_503_when_the_database_is_gone(pg_server_url):
     async with AsyncTestClient(app=create_app(make_settings(missing))) as client:
         response = await client.get("/health/ready")
     assert response.status_code == 503
-    assert response.json()["status"] == "unavailable"
+    # the public probe says what, not why: the driver's error goes to the operator's log
+    assert response.json() == {"status": "unavailable", "database": "unavailable"}
+    logged = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{"]
+    failures = [entry for entry in logged if entry["event"] == "database_unavailable"]
+    assert failures and "raiz_does_not_exist" in failures[0]["detail"]
 
 
 async def test_metrics_expose_requests_latency_and_pool(client):
