@@ -4,13 +4,15 @@ seed is revealed and the deal recomputes from the seed and the client seeds."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from tests.conftest import make_settings
 from tests.helpers import assert_error, auth
-from tests.integration.tables.scenario import Game, start_game
+from tests.integration.tables.helpers import create_table, operator, player, view
+from tests.integration.tables.scenario import Game, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -104,3 +106,66 @@ async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
     assert nxt["timer"]["kind"] == "deal"
     assert (await add_seed(game, game.token(1), "ff")).status_code == 204
     assert (await rng_round(game, nxt["round"]["rng_round_id"]))["client_seeds"] == ["ff"]
+
+
+async def table_state(game: Game, rng_round_id: str) -> tuple[Any, ...]:
+    """What a client seed could change: the table's step and events, the round's log and
+    the RNG round's client seeds."""
+    rows = await sql(
+        game.settings,
+        "SELECT t.step, t.last_events, (SELECT count(*) FROM game.round_log l"
+        " JOIN game.rounds r ON r.id = l.round_id WHERE r.table_id = t.id)"
+        " FROM game.tables t WHERE t.id = :table",
+        table=uuid.UUID(game.id),
+    )
+    public = await rng_round(game, rng_round_id)
+    return (*rows[0], public["client_seeds"], public["contributors"])
+
+
+async def test_client_seeds_mix_by_seat_whatever_their_arrival_and_refusals_change_nothing(
+    client, settings
+):
+    game = await start_game(client, settings, players=2, options={"lives": 3, **SLOW})
+    waiting = await game.view(0)
+    rng_round_id = waiting["round"]["rng_round_id"]
+    assert (await add_seed(game, game.token(1), "b2")).status_code == 204
+    assert (await add_seed(game, game.token(0), "a1")).status_code == 204
+    public = await rng_round(game, rng_round_id)
+    assert public["contributors"] == ["seat:00", "seat:01"]
+    assert public["client_seeds"] == ["a1", "b2"]
+
+    before = await table_state(game, rng_round_id)
+    assert_error(await add_seed(game, game.token(0), "c3"), 409, "already_contributed")
+    assert_error(await add_seed(game, game.spectator, "c3"), 403, "not_seated")
+    assert_error(await add_seed(game, game.operator, "c3"), 403, "forbidden")
+    assert_error(await add_seed(game, game.token(1), "c"), 400, "validation_error")
+    missing = await client.post(
+        f"/tables/{uuid.uuid4()}/client-seed",
+        json={"client_seed_hex": "c3"},
+        headers=auth(game.token(0)),
+    )
+    assert_error(missing, 404, "table_not_found")
+    assert await table_state(game, rng_round_id) == before
+
+    await game.wait_phase("deciding", seat=0, timeout_s=DEAL_DELAY_S + 5)
+    dealt = await table_state(game, rng_round_id)
+    assert_error(await add_seed(game, game.token(1), "c3"), 409, "client_seeds_closed")
+    assert await table_state(game, rng_round_id) == dealt
+
+
+async def test_no_client_seed_before_the_match_starts(client, settings):
+    op = await operator(client, settings)
+    (_, creator), (_, other) = [
+        await player(client, settings, name, 1_000, op) for name in ("ana", "bia")
+    ]
+    table = await create_table(client, creator, seat_count=3, entry_cents=100)
+    for token in (creator, other):
+        response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))
+        assert response.status_code == 201, response.text
+    response = await client.post(
+        f"/tables/{table['id']}/client-seed",
+        json={"client_seed_hex": "a1"},
+        headers=auth(creator),
+    )
+    assert_error(response, 409, "no_round_pending")
+    assert (await view(client, creator, table["id"]))["round"] is None
