@@ -100,7 +100,8 @@ class Settings(BaseSettings):
     scheduler_poll_interval_s: float = Field(default=0.25, gt=0, le=10)
     """How often each worker sweeps the deadline table for due deadlines."""
     deal_delay_s: float = Field(default=2.0, ge=0, le=60)
-    """Pause between a round's seed commitment and its deal (window for client seeds)."""
+    """Pause between a round's seed commitment and its deal (window for client seeds);
+    production refuses 0."""
     presence_grace_s: float = Field(default=15.0, ge=0)
     """How long a player counts as connected after their last WebSocket or heartbeat."""
     checkpoint_interval_s: float = Field(default=86_400.0, ge=1)
@@ -132,6 +133,10 @@ class Settings(BaseSettings):
             problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
         if self.allow_timer_overrides:
             problems.append("RAIZ_ALLOW_TIMER_OVERRIDES is a test-only switch")
+        if self.deal_delay_s <= 0:
+            # Dealing in the commitment's own transaction: nobody sees the commitment before
+            # the deal and no client seed can be mixed in (docs/rng.md, section 1).
+            problems.append("RAIZ_DEAL_DELAY_S is 0: commitments must be public before the deal")
         if self.database_url is None:
             problems.append("DATABASE_URL is required (no embedded database in production)")
         if problems:

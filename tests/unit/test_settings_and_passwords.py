@@ -44,6 +44,14 @@ def test_production_refuses_fixed_decks():
         Settings(env="production", allow_fixed_decks=True, **REAL)
 
 
+def test_production_refuses_dealing_in_the_commitments_transaction():
+    # With no deal delay a round's commitment is written in the very transaction that deals
+    # it: nobody can read it before the deal, and no client seed can ever be mixed in.
+    with pytest.raises(ConfigurationError, match="RAIZ_DEAL_DELAY_S"):
+        Settings(env="production", deal_delay_s=0, **REAL)
+    assert Settings(env="test", deal_delay_s=0).deal_delay_s == 0
+
+
 def test_production_starts_with_real_secrets():
     assert Settings(env="production", **REAL).env == "production"
 
