@@ -381,8 +381,9 @@ class TableService:
         await self._context.rng.add_client_seed(
             round_.rng_round_id, f"seat:{seat:02d}", client_seed
         )
+        # Logged for the replay, but no view shows client seeds: the table's step, last events
+        # and timer stay as they are (no save, nobody woken).
         await driver.note({"type": "client_seed", "seat": seat, "client_seed": client_seed.hex()})
-        await driver.save()
 
     async def heartbeat(self, principal: Principal, table_id: uuid.UUID) -> None:
         """A seated player of an open or running table says they are still here."""

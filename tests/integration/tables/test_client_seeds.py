@@ -153,6 +153,17 @@ async def test_client_seeds_mix_by_seat_whatever_their_arrival_and_refusals_chan
     assert await table_state(game, rng_round_id) == dealt
 
 
+async def test_an_accepted_client_seed_changes_no_view(client, settings):
+    """Views show no client seed: adding one keeps every view as it was (step, last events,
+    timer), so the events that opened the round stay on screen and nobody is woken."""
+    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW})
+    before = {seat: await game.view(seat) for seat in (0, 1, 2, None)}
+    assert before[None]["events"] and before[None]["timer"]["kind"] == "deal"
+    assert (await add_seed(game, game.token(0), "a1")).status_code == 204
+    assert (await add_seed(game, game.token(2), "c3")).status_code == 204
+    assert {seat: await game.view(seat) for seat in (0, 1, 2, None)} == before
+
+
 async def test_no_client_seed_before_the_match_starts(client, settings):
     op = await operator(client, settings)
     (_, creator), (_, other) = [
