@@ -3,6 +3,7 @@ driven by the test (no scheduler in the app), so each interleaving is exact."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -76,6 +77,33 @@ async def make_due(game: Game, kind: str) -> None:
 
 async def three_players(client, settings) -> Game:
     return await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **SLOW})
+
+
+# --- abandonment ---------------------------------------------------------------------------------
+async def test_the_abandon_deadline_does_not_end_a_match_two_players_came_back_to(client, settings):
+    """RULES.md §3: the connected player wins only *if nobody reconnects* within
+    ``abandon_after``.  A player back before the deadline, but after the last presence sweep,
+    must not lose the match: the deadline thaws the table instead."""
+    game = await three_players(client, settings)
+    async with clock(settings) as timers:
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(game, 1)
+        assert await timers.sweeper.sweep() == 1
+        assert (await game.view(None))["frozen"] is True
+
+        # seat 0 comes back just before the deadline passes, before the next sweep
+        await heartbeat(game, 0)
+        await heartbeat(game, 1)
+        await make_due(game, "abandon")
+        assert await timers.runner.run_due() == 1
+
+    after = await game.view(None)
+    assert after["status"] == "running", after["result"]
+    assert after["frozen"] is False
+    assert after["timer"] is not None and after["timer"]["kind"] == "decision"
+    assert await game.balances() == [500, 500, 500]
+    notes = [e for e in await game.log(1) if e["log"] == "note"]
+    assert notes[-1]["type"] == "thawed" and notes[-1]["online"] == [0, 1]
 
 
 # --- bad input -----------------------------------------------------------------------------------
