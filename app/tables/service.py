@@ -312,8 +312,16 @@ class TableService:
 
         Returns the table and whether the action was a replay.
         """
+        try:
+            request_bytes = canonical_json(dict(action))
+        except TypeError:
+            # every field of an action is an integer, a string, a boolean or a list of them
+            raise ValidationFailed(
+                "An action holds no numbers with a fraction or exponent.",
+                code="invalid_action",
+            ) from None
         table = await self.lock(table_id)
-        request_hash = hashlib.sha256(canonical_json(dict(action))).digest()
+        request_hash = hashlib.sha256(request_bytes).digest()
         previous = await self._session.get(TableAction, (table.id, principal.user_id, action_id))
         if previous is not None:
             if previous.request_sha256 != request_hash:

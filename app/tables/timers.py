@@ -89,6 +89,12 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         seen = await _last_seen(session, table.id)
         grace = dt.timedelta(seconds=runtime.settings.presence_grace_s)
         online = _online(alive, seats, seen, utcnow(), grace)
+        if len(online) >= 2:
+            # Somebody came back before the deadline, after the last presence sweep: nobody
+            # abandoned the table (RULES.md §3), so it thaws here rather than ending.
+            await _thaw(driver, online)
+            await driver.save()
+            return True
         keeper = table.frozen_keeper_seat
         if keeper not in online:
             # The keeper chosen at the freeze is gone (they left, or an absent player's
@@ -148,6 +154,13 @@ def _keeper(
     if online:
         return online[0]
     return max(alive, key=lambda seat: (seen.get(seats[seat].user_id, _NEVER), -seat))
+
+
+async def _thaw(driver: TableDriver, online: Sequence[int]) -> None:
+    """Unfreeze the driver's table (its timer restarts when the driver saves)."""
+    driver.table.frozen_at = None
+    driver.table.frozen_keeper_seat = None
+    await driver.note({"type": "thawed", "online": list(online)})
 
 
 def _spec(table: Table) -> GameSpec:
@@ -218,9 +231,7 @@ class PresenceSweeper:
                 self._runtime.wake_at(due)
                 await driver.note({"type": "frozen", "keeper": keeper, "online": online})
             elif table.frozen_at is not None and len(online) >= 2:
-                table.frozen_at = None
-                table.frozen_keeper_seat = None
-                await driver.note({"type": "thawed", "online": online})
+                await _thaw(driver, online)
             else:
                 return 0
             await driver.save()

@@ -1,0 +1,127 @@
+"""Timers, presence and actions racing one another: the sweeps and the deadline runner are
+driven by the test (no scheduler in the app), so each interleaving is exact."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+
+from app.db import Database
+from app.rng_api import RngServices
+from app.tables.runtime import TableRuntime
+from app.tables.timers import PresenceSweeper, table_deadline_handlers
+from app.timers import DeadlineRunner
+from tests.conftest import make_settings
+from tests.helpers import assert_error, auth
+from tests.integration.tables.scenario import Game, sql, start_game
+
+pytestmark = pytest.mark.asyncio
+
+GRACE_S = 0.5
+SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
+
+
+@pytest.fixture
+def settings(database_url):
+    """No scheduler in the app: the test runs the sweeps and the deadlines itself."""
+    return make_settings(
+        database_url,
+        allow_timer_overrides=True,
+        presence_grace_s=GRACE_S,
+        run_scheduler=False,
+    )
+
+
+@dataclass
+class Clock:
+    """This test's presence sweeper and deadline runner (one worker's scheduler, by hand)."""
+
+    sweeper: PresenceSweeper
+    runner: DeadlineRunner
+
+
+@asynccontextmanager
+async def clock(settings) -> AsyncIterator[Clock]:
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+    try:
+        yield Clock(
+            PresenceSweeper(database, runtime),
+            DeadlineRunner(database, table_deadline_handlers(runtime)),
+        )
+    finally:
+        await database.dispose()
+
+
+async def heartbeat(game: Game, seat: int) -> None:
+    beat = await game.client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
+    assert beat.status_code == 204, beat.text
+
+
+async def make_due(game: Game, kind: str) -> None:
+    """The table's pending ``kind`` deadlines are due now."""
+    await sql(
+        game.settings,
+        "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+        " WHERE table_id = :table AND kind = :kind AND status = 'pending'",
+        table=uuid.UUID(game.id),
+        kind=kind,
+    )
+
+
+async def three_players(client, settings) -> Game:
+    return await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **SLOW})
+
+
+# --- abandonment ---------------------------------------------------------------------------------
+async def test_the_abandon_deadline_does_not_end_a_match_two_players_came_back_to(client, settings):
+    """RULES.md §3: the connected player wins only *if nobody reconnects* within
+    ``abandon_after``.  A player back before the deadline, but after the last presence sweep,
+    must not lose the match: the deadline thaws the table instead."""
+    game = await three_players(client, settings)
+    async with clock(settings) as timers:
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(game, 1)
+        assert await timers.sweeper.sweep() == 1
+        assert (await game.view(None))["frozen"] is True
+
+        # seat 0 comes back just before the deadline passes, before the next sweep
+        await heartbeat(game, 0)
+        await heartbeat(game, 1)
+        await make_due(game, "abandon")
+        assert await timers.runner.run_due() == 1
+
+    after = await game.view(None)
+    assert after["status"] == "running", after["result"]
+    assert after["frozen"] is False
+    assert after["timer"] is not None and after["timer"]["kind"] == "decision"
+    assert await game.balances() == [500, 500, 500]
+    notes = [e for e in await game.log(1) if e["log"] == "note"]
+    assert notes[-1]["type"] == "thawed" and notes[-1]["online"] == [0, 1]
+
+
+# --- bad input -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "decide", "mandar": 1.5},
+        {"type": 1.5},
+        {"type": "close", "partition": [[1.5]]},
+        {"type": "decide", "mandar": True, "note": {"x": [2.0]}},
+    ],
+    ids=["field", "type", "nested", "extra"],
+)
+async def test_an_action_with_a_float_is_refused_and_changes_nothing(client, settings, action):
+    game = await three_players(client, settings)
+    before = ((await game.view(None))["step"], (await game.truth())["state_hash"])
+    response = await game.post(0, action, action_id="floaty")
+    assert_error(response, 400, "invalid_action")
+    assert ((await game.view(None))["step"], (await game.truth())["state_hash"]) == before
+    # the id was not used up: the same id with a valid action applies
+    assert (await game.post(0, {"type": "decide", "mandar": True}, "floaty")).status_code == 200
