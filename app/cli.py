@@ -168,6 +168,61 @@ def ledger_reconcile() -> None:
         sys.exit(1)
 
 
+@main.group("deadlines")
+def deadlines_group() -> None:
+    """Durable timers a failing handler parked (``failed``): list them, put them back."""
+
+
+@deadlines_group.command("failed")
+def deadlines_failed() -> None:
+    """List parked deadlines (id, table, kind, token, due time, attempts); exit 1 if any."""
+    from app.timers.runner import failed_deadlines
+
+    async def work(database: Database, settings: Settings) -> list[str]:
+        async with database.session() as session:
+            return [
+                f"{d.id}\t{d.table_id}\t{d.kind}\t{d.token}\t{d.due_at.isoformat()}\t{d.attempts}"
+                for d in await failed_deadlines(session)
+            ]
+
+    lines = run_with_database(work)
+    for line in lines:
+        click.echo(line)
+    click.echo(f"{len(lines)} failed deadline(s)", err=True)
+    if lines:
+        sys.exit(1)
+
+
+@deadlines_group.command("retry")
+@click.argument("ids", nargs=-1, type=int)
+@click.option("--all", "every", is_flag=True, help="Every failed deadline.")
+def deadlines_retry(ids: tuple[int, ...], every: bool) -> None:
+    """Put failed deadlines back in the queue (after fixing what made them fail).
+
+    Each keeps its due time, so the next sweep fires it, and a deadline whose table has moved
+    on is found stale and does nothing.
+    """
+    from app.timers.runner import retry_failed_deadlines
+
+    if bool(ids) == every:
+        raise click.UsageError("name deadline ids, or --all")
+
+    async def work(database: Database, settings: Settings) -> list[int]:
+        async with database.session() as session:
+            requeued = await retry_failed_deadlines(session, None if every else ids)
+            await session.commit()
+            return requeued
+
+    requeued = run_with_database(work)
+    for deadline_id in requeued:
+        click.echo(deadline_id)
+    missing = sorted(set(ids) - set(requeued))
+    click.echo(f"{len(requeued)} deadline(s) re-queued", err=True)
+    if missing:
+        click.echo(f"error: not failed deadlines: {', '.join(map(str, missing))}", err=True)
+        sys.exit(2)
+
+
 @main.command()
 @click.option(
     "--players", type=click.IntRange(2, 10), default=4, show_default=True, help="Bots at the table."

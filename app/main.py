@@ -57,7 +57,7 @@ from app.tables.realtime import (
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
-from app.timers.runner import count_overdue_deadlines
+from app.timers.runner import count_failed_deadlines, count_overdue_deadlines
 from app.wallet import (
     AdminAccountsController,
     AdminWalletsController,
@@ -124,6 +124,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     async def refresh_table_gauges() -> None:
         await count_tables_by_status(db)
         await count_overdue_deadlines(db)
+        await count_failed_deadlines(db)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

@@ -14,7 +14,7 @@ __all__ = ("DEADLINE_STATUSES", "Deadline")
 
 DEADLINE_STATUSES = ("pending", "fired", "stale", "failed")
 """``pending`` until handled; then ``fired`` (acted), ``stale`` (nothing to do) or
-``failed`` (the handler kept raising; an operator must look)."""
+``failed`` (the handler kept raising; an operator must look, then ``raiz deadlines retry``)."""
 
 
 class Deadline(GameBase):
@@ -39,5 +39,7 @@ class Deadline(GameBase):
     due_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     status: Mapped[str] = mapped_column(String(8), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    retry_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """After a failed attempt, when the next may run (back-off); ``None`` before any."""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     handled_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

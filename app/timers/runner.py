@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 
 from app.db.base import utcnow
 from app.timers.models import Deadline
@@ -21,12 +21,17 @@ if TYPE_CHECKING:
     from app.db import Database
 
 __all__ = (
+    "DEADLINES_FAILED",
     "DEADLINES_FIRED",
     "DEADLINES_OVERDUE",
     "SCHEDULER_LAG",
     "DeadlineHandler",
     "DeadlineRunner",
+    "count_failed_deadlines",
     "count_overdue_deadlines",
+    "failed_deadlines",
+    "retry_delay_s",
+    "retry_failed_deadlines",
     "schedule_deadline",
 )
 
@@ -36,8 +41,13 @@ DeadlineHandler = Callable[["AsyncSession", Deadline], Awaitable[bool]]
 """Acts on a due deadline inside the claiming transaction; returns False when stale.
 It must not commit; raising rolls the whole firing back (it will be retried)."""
 
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 8
 """A deadline whose handler raised this many times is parked as ``failed``."""
+RETRY_BACKOFF_S = 1.0
+MAX_RETRY_BACKOFF_S = 60.0
+"""After its n-th failure a deadline waits ``min(60, 2**(n-1))`` s before the next attempt,
+so a passing fault (a deadlock, a database restart, a statement timeout) is ridden out for
+about two minutes before the deadline is parked, instead of five attempts in a few ms."""
 MAX_PER_SWEEP = 500
 """Upper bound of deadlines one sweep handles, so a backlog cannot starve the loop."""
 
@@ -57,8 +67,19 @@ DEADLINES_OVERDUE = Gauge(
     "Pending deadlines more than 5 s past due (a stuck or missing scheduler).",
     multiprocess_mode="max",
 )
+DEADLINES_FAILED = Gauge(
+    "raiz_deadlines_failed",
+    "Deadlines parked as failed (their handler kept raising): tables wait on them until an "
+    "operator runs `raiz deadlines retry`.",
+    multiprocess_mode="max",
+)
 OVERDUE_AFTER_S = 5.0
 """How late a pending deadline must be to count as overdue (sweeps run every 0.25 s)."""
+
+
+def retry_delay_s(attempts: int) -> float:
+    """How long a deadline waits after its ``attempts``-th failure."""
+    return min(MAX_RETRY_BACKOFF_S, RETRY_BACKOFF_S * 2 ** (attempts - 1))
 
 
 async def count_overdue_deadlines(database: Database) -> int:
@@ -72,6 +93,37 @@ async def count_overdue_deadlines(database: Database) -> int:
         )
     DEADLINES_OVERDUE.set(int(overdue or 0))
     return int(overdue or 0)
+
+
+async def count_failed_deadlines(database: Database) -> int:
+    """Refresh ``raiz_deadlines_failed`` from the database; returns the count."""
+    async with database.session() as session:
+        failed = await session.scalar(
+            select(func.count()).select_from(Deadline).where(Deadline.status == "failed")
+        )
+    DEADLINES_FAILED.set(int(failed or 0))
+    return int(failed or 0)
+
+
+async def failed_deadlines(session: AsyncSession) -> list[Deadline]:
+    """Every parked deadline, oldest due first."""
+    query = select(Deadline).where(Deadline.status == "failed").order_by(Deadline.due_at)
+    return list(await session.scalars(query))
+
+
+async def retry_failed_deadlines(session: AsyncSession, ids: Sequence[int] | None) -> list[int]:
+    """Put parked deadlines (all of them, or those of ``ids``) back in the queue with a fresh
+    count of attempts; returns the ids re-queued.  Their due time is kept: handlers judge
+    staleness by it, and the next sweep fires them (the caller commits)."""
+    query = (
+        update(Deadline)
+        .where(Deadline.status == "failed")
+        .values(status="pending", attempts=0, retry_at=None, handled_at=None)
+        .returning(Deadline.id)
+    )
+    if ids is not None:
+        query = query.where(Deadline.id.in_(list(ids)))
+    return sorted(await session.scalars(query))
 
 
 def schedule_deadline(
@@ -105,9 +157,14 @@ class DeadlineRunner:
 
     async def _fire_one(self) -> bool:
         async with self._database.session() as session:
+            now = utcnow()
             deadline = await session.scalar(
                 select(Deadline)
-                .where(Deadline.status == "pending", Deadline.due_at <= utcnow())
+                .where(
+                    Deadline.status == "pending",
+                    Deadline.due_at <= now,
+                    or_(Deadline.retry_at.is_(None), Deadline.retry_at <= now),
+                )
                 .order_by(Deadline.due_at, Deadline.id)
                 .limit(1)
                 .with_for_update(skip_locked=True)
@@ -150,13 +207,20 @@ class DeadlineRunner:
                 .values(attempts=Deadline.attempts + 1)
                 .returning(Deadline.attempts)
             )
-            if attempts is not None and attempts >= MAX_ATTEMPTS:
+            if attempts is None:
+                pass  # no longer pending: an operator's command got there first
+            elif attempts >= MAX_ATTEMPTS:
                 await session.execute(
                     update(Deadline)
                     .where(Deadline.id == deadline_id)
                     .values(status="failed", handled_at=utcnow())
                 )
                 DEADLINES_FIRED.labels(kind, "failed").inc()
+                logger.error("deadline_parked", deadline_id=deadline_id, kind=kind)
             else:
+                retry_at = utcnow() + dt.timedelta(seconds=retry_delay_s(attempts))
+                await session.execute(
+                    update(Deadline).where(Deadline.id == deadline_id).values(retry_at=retry_at)
+                )
                 DEADLINES_FIRED.labels(kind, "error").inc()
             await session.commit()

@@ -7,12 +7,12 @@ import datetime as dt
 import uuid
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.db import Database
 from app.db.base import utcnow
 from app.timers import Deadline, DeadlineRunner, schedule_deadline
-from app.timers.runner import MAX_ATTEMPTS
+from app.timers.runner import MAX_ATTEMPTS, retry_delay_s
 
 pytestmark = pytest.mark.asyncio
 
@@ -87,6 +87,15 @@ async def test_a_stale_deadline_is_marked_and_does_nothing(database):
     assert await _statuses(database) == [("stale", 0)]
 
 
+async def _retry_now(database):
+    """Skip the back-off: every waiting retry becomes due."""
+    async with database.session() as session:
+        await session.execute(
+            update(Deadline).where(Deadline.retry_at.is_not(None)).values(retry_at=utcnow())
+        )
+        await session.commit()
+
+
 async def test_a_failing_handler_rolls_back_its_effect_and_is_parked_after_retries(database):
     await _add(database, 1)
     effects = []
@@ -98,11 +107,79 @@ async def test_a_failing_handler_rolls_back_its_effect_and_is_parked_after_retri
 
     runner = DeadlineRunner(database, {"test": handler})
     for attempt in range(1, MAX_ATTEMPTS + 1):
+        await _retry_now(database)
         assert await runner.run_due(limit=1) == 1
         expected = "failed" if attempt == MAX_ATTEMPTS else "pending"
         assert await _statuses(database) == [(expected, attempt)]
     assert len(effects) == MAX_ATTEMPTS
+    await _retry_now(database)
     assert await runner.run_due() == 0
+
+
+async def test_a_failed_attempt_waits_its_back_off_before_the_next(database):
+    await _add(database, 1)
+    calls = []
+
+    async def handler(session, deadline):
+        calls.append(deadline.attempts)
+        if len(calls) < 3:
+            raise ConnectionResetError("the database went away")
+        return True
+
+    runner = DeadlineRunner(database, {"test": handler})
+    for attempts in (1, 2):
+        started = utcnow()
+        assert await runner.run_due() == 1  # fails; the back-off hides it from the sweeps
+        assert await runner.run_due() == 0
+        async with database.session() as session:
+            deadline = (await session.scalars(select(Deadline))).one()
+        assert deadline.status == "pending" and deadline.attempts == attempts
+        wait = (deadline.retry_at - started).total_seconds()
+        assert retry_delay_s(attempts) <= wait < retry_delay_s(attempts) + 5
+        await _retry_now(database)
+    assert await runner.run_due() == 1
+    assert calls == [0, 1, 2]
+    assert await _statuses(database) == [("fired", 2)]
+    assert [retry_delay_s(n) for n in range(1, MAX_ATTEMPTS)] == [1, 2, 4, 8, 16, 32, 60]
+
+
+async def test_failed_deadlines_are_counted_and_an_operator_puts_them_back(database):
+    from prometheus_client import REGISTRY
+
+    from app.timers.runner import (
+        count_failed_deadlines,
+        failed_deadlines,
+        retry_failed_deadlines,
+    )
+
+    await _add(database, 3)
+    broken = True
+
+    async def handler(session, deadline):
+        if broken:
+            raise RuntimeError("boom")
+        return True
+
+    runner = DeadlineRunner(database, {"test": handler})
+    for _ in range(MAX_ATTEMPTS):
+        await _retry_now(database)
+        assert await runner.run_due() == 3
+    assert await count_failed_deadlines(database) == 3
+    assert REGISTRY.get_sample_value("raiz_deadlines_failed") == 3
+    async with database.session() as session:
+        first, second, third = [deadline.id for deadline in await failed_deadlines(session)]
+        assert await retry_failed_deadlines(session, [first, 10**12]) == [first]
+        await session.commit()
+    broken = False
+    assert await runner.run_due() == 1  # at once: its due time has long passed
+    assert await count_failed_deadlines(database) == 2
+    async with database.session() as session:
+        assert await retry_failed_deadlines(session, None) == sorted([second, third])
+        await session.commit()
+    assert await runner.run_due() == 2
+    assert await count_failed_deadlines(database) == 0
+    assert REGISTRY.get_sample_value("raiz_deadlines_failed") == 0
+    assert await _statuses(database) == [("fired", 0)] * 3
 
 
 async def test_the_app_scheduler_fires_deadlines_in_the_background(settings):
