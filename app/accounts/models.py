@@ -45,7 +45,8 @@ class AccessToken(GameBase):
 
 
 class LoginFailure(GameBase):
-    """One failed login, counted by username within the throttling window."""
+    """One failed login (recorded when the attempt starts, deleted by a success), counted by
+    username within the throttling window."""
 
     __tablename__ = "login_failures"
     __table_args__ = (Index("ix_login_failures_username_at", "username", "at"),)

@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 
 from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, login
+from tests.integration.tables.scenario import concurrently
 
 pytestmark = pytest.mark.asyncio
 
@@ -183,3 +184,25 @@ async def test_a_successful_login_resets_the_failure_count(client, settings):
 async def test_unknown_route_and_method_get_the_error_shape(client):
     assert_error(await client.get("/health/nothing"), 404, "not_found")
     assert_error(await client.delete("/health/live"), 405, "method_not_allowed")
+
+
+async def test_concurrent_failed_logins_cannot_outrun_the_throttle(client, settings):
+    # Guesses sent all at once must not each be checked against a failure count that none
+    # of them has added to yet: no more than login_max_failures passwords are tried.
+    await create_user(settings, "kiko")
+    guesses = 4 * settings.login_max_failures
+    wrong = [
+        ("/auth/login", {"username": "kiko", "password": f"guess-number-{n}"}, "")
+        for n in range(guesses)
+    ]
+    responses = await concurrently(client, wrong)
+    statuses = [response.status_code for response in responses]
+    assert set(statuses) <= {401, 429}, statuses
+    for path, body, _ in wrong:  # then one at a time, until the throttle answers
+        response = await client.post(path, json=body)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            break
+    assert statuses.count(401) <= settings.login_max_failures, statuses
+    right = {"username": "kiko", "password": DEFAULT_PASSWORD}
+    assert_error(await client.post("/auth/login", json=right), 429, "login_throttled")
