@@ -206,3 +206,13 @@ async def test_concurrent_failed_logins_cannot_outrun_the_throttle(client, setti
     assert statuses.count(401) <= settings.login_max_failures, statuses
     right = {"username": "kiko", "password": DEFAULT_PASSWORD}
     assert_error(await client.post("/auth/login", json=right), 429, "login_throttled")
+
+
+async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client):
+    # msgspec gives up on deep nesting with RecursionError, which is not a decode error
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for body in (deep, b'{"username": "lia", "password": "x", "extra": ' + deep + b"}"):
+        response = await client.post(
+            "/auth/login", content=body, headers={"content-type": "application/json"}
+        )
+        assert_error(response, 400, "validation_error")
