@@ -10,10 +10,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import GameBase, utcnow
 
-__all__ = ("ROLES", "AccessToken", "LoginFailure", "User")
+__all__ = ("REMOTE_ADDRESS_MAX_LENGTH", "ROLES", "AccessToken", "LoginFailure", "User")
 
 ROLES = ("player", "compliance", "operator")
 """Every role a user can have; a user has exactly one."""
+REMOTE_ADDRESS_MAX_LENGTH = 64
+"""Longest client address kept with a failed login (behind a proxy the client writes it)."""
 
 
 class User(GameBase):
@@ -56,4 +58,4 @@ class LoginFailure(GameBase):
     at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, server_default=text("now()")
     )
-    remote_address: Mapped[str | None] = mapped_column(String(64))
+    remote_address: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))

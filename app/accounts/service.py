@@ -15,7 +15,13 @@ import anyio
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.accounts.models import ROLES, AccessToken, LoginFailure, User
+from app.accounts.models import (
+    REMOTE_ADDRESS_MAX_LENGTH,
+    ROLES,
+    AccessToken,
+    LoginFailure,
+    User,
+)
 from app.accounts.passwords import hash_password, verify_password
 from app.db.base import utcnow
 from app.errors import (
@@ -115,6 +121,9 @@ class AccountService:
         than ``login_max_failures`` of them are checked. A success deletes the failures.
         """
         name = normalize_username(username)
+        if remote_address is not None:
+            # from X-Forwarded-For behind a proxy: whatever the client wrote
+            remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
         attempt = LoginFailure(username=name, remote_address=remote_address)
         self._session.add(attempt)
         await self._session.commit()

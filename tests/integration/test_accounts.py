@@ -5,8 +5,11 @@ from __future__ import annotations
 import datetime as dt
 
 import asyncpg
+import httpx
 import pytest
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from app.main import create_app
 from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, login
 from tests.integration.tables.scenario import concurrently
 
@@ -216,3 +219,23 @@ async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client)
             "/auth/login", content=body, headers={"content-type": "application/json"}
         )
         assert_error(response, 400, "validation_error")
+
+
+async def test_a_long_forwarded_client_address_does_not_break_a_failed_login(settings):
+    # Behind the deploy's nginx (a trusted proxy on loopback) uvicorn takes the client address
+    # from X-Forwarded-For, which the client writes: any string, of any length.
+    await create_user(settings, "otto")
+    app = create_app(settings)
+    transport = httpx.ASGITransport(
+        app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
+    )
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
+    ):
+        response = await proxied.post(
+            "/auth/login",
+            json={"username": "otto", "password": "not-the-password"},
+            headers={"X-Forwarded-For": "x" * 300},
+        )
+        assert_error(response, 401, "invalid_credentials")
