@@ -197,7 +197,11 @@ class AccountService:
         await self.get_user(user_id)
         result = await self._session.execute(
             update(AccessToken)
-            .where(AccessToken.user_id == user_id, AccessToken.revoked_at.is_(None))
+            .where(
+                AccessToken.user_id == user_id,
+                AccessToken.revoked_at.is_(None),
+                AccessToken.expires_at > utcnow(),
+            )
             .values(revoked_at=utcnow())
         )
         await self._session.commit()

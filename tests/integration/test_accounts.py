@@ -239,3 +239,23 @@ async def test_a_long_forwarded_client_address_does_not_break_a_failed_login(set
             headers={"X-Forwarded-For": "x" * 300},
         )
         assert_error(response, 401, "invalid_credentials")
+
+
+async def test_revoke_tokens_counts_only_the_live_tokens(client, settings):
+    player_id = await create_user(settings, "pita")
+    await create_user(settings, "chief", role="operator")
+    await login(client, "pita")
+    connection = await asyncpg.connect(settings.database_url)
+    try:  # the first token has expired by itself
+        await connection.execute(
+            "UPDATE game.access_tokens SET expires_at = $1",
+            dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
+        )
+    finally:
+        await connection.close()
+    live = await login(client, "pita")
+    operator = await login(client, "chief")
+    response = await client.post(f"/admin/users/{player_id}/revoke-tokens", headers=auth(operator))
+    assert response.status_code == 200
+    assert response.json() == {"revoked": 1}
+    assert_error(await client.get("/auth/me", headers=auth(live)), 401, "not_authenticated")
