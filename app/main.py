@@ -22,6 +22,7 @@ from app.accounts.controllers import AdminUsersController, AuthController
 from app.api.health import HealthController
 from app.api.middleware import RequestContextMiddleware
 from app.api.openapi import document_error_responses
+from app.api.requests import ApiRequest
 from app.compliance.checkpoints import CheckpointJob
 from app.compliance.controllers import (
     AccessLogController,
@@ -211,6 +212,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             RngServiceError: rng_service_error_handler,
             LedgerError: ledger_error_handler,
         },
+        request_class=ApiRequest,
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(
             title="Raiz",

@@ -10,10 +10,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import GameBase, utcnow
 
-__all__ = ("ROLES", "AccessToken", "LoginFailure", "User")
+__all__ = ("REMOTE_ADDRESS_MAX_LENGTH", "ROLES", "AccessToken", "LoginFailure", "User")
 
 ROLES = ("player", "compliance", "operator")
 """Every role a user can have; a user has exactly one."""
+REMOTE_ADDRESS_MAX_LENGTH = 64
+"""Longest client address kept with a failed login (behind a proxy the client writes it)."""
 
 
 class User(GameBase):
@@ -45,7 +47,8 @@ class AccessToken(GameBase):
 
 
 class LoginFailure(GameBase):
-    """One failed login, counted by username within the throttling window."""
+    """One failed login (recorded when the attempt starts, deleted by a success), counted by
+    username within the throttling window."""
 
     __tablename__ = "login_failures"
     __table_args__ = (Index("ix_login_failures_username_at", "username", "at"),)
@@ -55,4 +58,4 @@ class LoginFailure(GameBase):
     at: Mapped[dt.datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, server_default=text("now()")
     )
-    remote_address: Mapped[str | None] = mapped_column(String(64))
+    remote_address: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))

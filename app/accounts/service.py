@@ -15,7 +15,13 @@ import anyio
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.accounts.models import ROLES, AccessToken, LoginFailure, User
+from app.accounts.models import (
+    REMOTE_ADDRESS_MAX_LENGTH,
+    ROLES,
+    AccessToken,
+    LoginFailure,
+    User,
+)
 from app.accounts.passwords import hash_password, verify_password
 from app.db.base import utcnow
 from app.errors import (
@@ -108,15 +114,29 @@ class AccountService:
         return user
 
     async def login(self, username: str, password: str, remote_address: str | None) -> IssuedToken:
-        """Check the password and issue a token; throttled per username."""
+        """Check the password and issue a token; throttled per username.
+
+        The attempt is recorded (and committed) as a failure before the password is checked,
+        and the count includes it: guesses sent all at once each see the others, so no more
+        than ``login_max_failures`` of them are checked. A success deletes the failures.
+        """
         name = normalize_username(username)
+        if remote_address is not None:
+            # from X-Forwarded-For behind a proxy: whatever the client wrote
+            remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
+        attempt = LoginFailure(username=name, remote_address=remote_address)
+        self._session.add(attempt)
+        await self._session.commit()
         window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
         failures = await self._session.scalar(
             select(func.count())
             .select_from(LoginFailure)
             .where(LoginFailure.username == name, LoginFailure.at > window_start)
         )
-        if (failures or 0) >= self._settings.login_max_failures:
+        if (failures or 0) > self._settings.login_max_failures:
+            # a refused attempt is not a failure: it changes nothing
+            await self._session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id))
+            await self._session.commit()
             raise RateLimitedError(
                 "Too many failed logins; try again later.",
                 code="login_throttled",
@@ -131,8 +151,6 @@ class AccountService:
         )
         matches = await anyio.to_thread.run_sync(verify_password, password, stored)
         if user is None or not matches:
-            self._session.add(LoginFailure(username=name, remote_address=remote_address))
-            await self._session.commit()
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         await self._session.execute(delete(LoginFailure).where(LoginFailure.username == name))
         issued = self._new_token(user)
@@ -179,7 +197,11 @@ class AccountService:
         await self.get_user(user_id)
         result = await self._session.execute(
             update(AccessToken)
-            .where(AccessToken.user_id == user_id, AccessToken.revoked_at.is_(None))
+            .where(
+                AccessToken.user_id == user_id,
+                AccessToken.revoked_at.is_(None),
+                AccessToken.expires_at > utcnow(),
+            )
             .values(revoked_at=utcnow())
         )
         await self._session.commit()

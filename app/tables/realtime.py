@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import msgspec
 from litestar import WebSocket, websocket
 from litestar.channels import ChannelsPlugin
 from litestar.di import NamedDependency
@@ -147,6 +148,16 @@ class SharedTableReads:
             return None if table is None else await read_table(session, table)
 
 
+def _is_ping(message: str) -> bool:
+    """Whether a client's message is ``{"type": "ping"}``; any other message, JSON or not,
+    is ignored (a malformed one must not end the socket with a server error)."""
+    try:
+        decoded = msgspec.json.decode(message)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return isinstance(decoded, dict) and decoded.get("type") == "ping"
+
+
 @websocket("/tables/{table_id:uuid}/ws", name="tableSocket")
 async def table_socket(
     socket: WebSocket[Any, Any, Any],
@@ -206,8 +217,7 @@ async def table_socket(
 
         async def receive() -> None:
             while True:
-                message = await socket.receive_json()
-                if isinstance(message, dict) and message.get("type") == "ping":
+                if _is_ping(await socket.receive_text()):
                     await require_token()
                     await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})

@@ -5,9 +5,13 @@ from __future__ import annotations
 import datetime as dt
 
 import asyncpg
+import httpx
 import pytest
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from app.main import create_app
 from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, login
+from tests.integration.tables.scenario import concurrently
 
 pytestmark = pytest.mark.asyncio
 
@@ -183,3 +187,75 @@ async def test_a_successful_login_resets_the_failure_count(client, settings):
 async def test_unknown_route_and_method_get_the_error_shape(client):
     assert_error(await client.get("/health/nothing"), 404, "not_found")
     assert_error(await client.delete("/health/live"), 405, "method_not_allowed")
+
+
+async def test_concurrent_failed_logins_cannot_outrun_the_throttle(client, settings):
+    # Guesses sent all at once must not each be checked against a failure count that none
+    # of them has added to yet: no more than login_max_failures passwords are tried.
+    await create_user(settings, "kiko")
+    guesses = 4 * settings.login_max_failures
+    wrong = [
+        ("/auth/login", {"username": "kiko", "password": f"guess-number-{n}"}, "")
+        for n in range(guesses)
+    ]
+    responses = await concurrently(client, wrong)
+    statuses = [response.status_code for response in responses]
+    assert set(statuses) <= {401, 429}, statuses
+    for path, body, _ in wrong:  # then one at a time, until the throttle answers
+        response = await client.post(path, json=body)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            break
+    assert statuses.count(401) <= settings.login_max_failures, statuses
+    right = {"username": "kiko", "password": DEFAULT_PASSWORD}
+    assert_error(await client.post("/auth/login", json=right), 429, "login_throttled")
+
+
+async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client):
+    # msgspec gives up on deep nesting with RecursionError, which is not a decode error
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for body in (deep, b'{"username": "lia", "password": "x", "extra": ' + deep + b"}"):
+        response = await client.post(
+            "/auth/login", content=body, headers={"content-type": "application/json"}
+        )
+        assert_error(response, 400, "validation_error")
+
+
+async def test_a_long_forwarded_client_address_does_not_break_a_failed_login(settings):
+    # Behind the deploy's nginx (a trusted proxy on loopback) uvicorn takes the client address
+    # from X-Forwarded-For, which the client writes: any string, of any length.
+    await create_user(settings, "otto")
+    app = create_app(settings)
+    transport = httpx.ASGITransport(
+        app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
+    )
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
+    ):
+        response = await proxied.post(
+            "/auth/login",
+            json={"username": "otto", "password": "not-the-password"},
+            headers={"X-Forwarded-For": "x" * 300},
+        )
+        assert_error(response, 401, "invalid_credentials")
+
+
+async def test_revoke_tokens_counts_only_the_live_tokens(client, settings):
+    player_id = await create_user(settings, "pita")
+    await create_user(settings, "chief", role="operator")
+    await login(client, "pita")
+    connection = await asyncpg.connect(settings.database_url)
+    try:  # the first token has expired by itself
+        await connection.execute(
+            "UPDATE game.access_tokens SET expires_at = $1",
+            dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
+        )
+    finally:
+        await connection.close()
+    live = await login(client, "pita")
+    operator = await login(client, "chief")
+    response = await client.post(f"/admin/users/{player_id}/revoke-tokens", headers=auth(operator))
+    assert response.status_code == 200
+    assert response.json() == {"revoked": 1}
+    assert_error(await client.get("/auth/me", headers=auth(live)), 401, "not_authenticated")

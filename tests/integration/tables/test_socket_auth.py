@@ -8,6 +8,7 @@ from litestar.exceptions import WebSocketDisconnect
 
 from app.tables.realtime import UNAUTHORIZED_CLOSE_CODE
 from tests.helpers import auth
+from tests.integration.tables.helpers import create_table, operator, player
 from tests.integration.tables.scenario import start_game
 
 pytestmark = pytest.mark.asyncio
@@ -36,3 +37,17 @@ async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, 
             message = socket.receive_json(timeout=10)
             pytest.fail(f"a revoked token still received {message['type']}: {message}")
         assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+
+
+async def test_a_malformed_message_is_ignored_like_any_message_that_is_not_a_ping(client, settings):
+    op = await operator(client, settings)
+    _, token = await player(client, settings, "pia", 0, op)
+    table = await create_table(client, token)
+    socket_session = await client.websocket_connect(f"/tables/{table['id']}/ws?token={token}")
+    with socket_session as socket:
+        assert socket.receive_json(timeout=10)["type"] == "view"
+        for message in ("not json", "[" * 100_000 + "]" * 100_000, '{"type": "ping"'):
+            socket.send_text(message)
+        socket.send_bytes(b"\x00\x01")
+        socket.send_json({"type": "ping"})
+        assert socket.receive_json(timeout=10) == {"type": "pong"}
