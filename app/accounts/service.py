@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import functools
 import hashlib
+import os
 import re
 import secrets
 import uuid
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from sqlalchemy import delete, func, select, update
@@ -37,7 +41,36 @@ if TYPE_CHECKING:
 
     from app.config import Settings
 
-__all__ = ("USERNAME_PATTERN", "AccountService", "IssuedToken", "Principal", "token_digest")
+__all__ = (
+    "HASHING_THREADS",
+    "USERNAME_PATTERN",
+    "AccountService",
+    "IssuedToken",
+    "Principal",
+    "token_digest",
+)
+
+T = TypeVar("T")
+
+HASHING_THREADS = max(2, os.cpu_count() or 2)
+"""How many scrypt computations a worker runs at once.  Each holds 128 * r * N bytes (32 MiB
+at the default cost, 1 GiB at the highest allowed) and a core; without a bound a flood of
+logins (unknown usernames included: they cost one scrypt too) would take one thread each of
+anyio's 40, and their memory.  Past the bound, logins queue."""
+
+_hashing_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter]
+_hashing_limiters = weakref.WeakKeyDictionary()
+
+
+async def _hashing(work: Callable[..., T], *args: object) -> T:
+    """Run ``work(*args)`` (scrypt) in a worker thread, at most :data:`HASHING_THREADS` at once
+    on this event loop."""
+    loop = asyncio.get_running_loop()
+    limiter = _hashing_limiters.get(loop)
+    if limiter is None:
+        limiter = _hashing_limiters[loop] = anyio.CapacityLimiter(HASHING_THREADS)
+    return await anyio.to_thread.run_sync(work, *args, limiter=limiter)
+
 
 USERNAME_PATTERN = r"^[a-z0-9_][a-z0-9_.-]{2,31}$"
 """Lower-case letters, digits, ``_ . -``; 3 to 32 characters."""
@@ -99,9 +132,7 @@ class AccountService:
             )
         if role not in ROLES:
             raise ValidationFailed(f"Unknown role {role!r}.", code="invalid_role")
-        digest = await anyio.to_thread.run_sync(
-            hash_password, password, self._settings.password_cost_log2
-        )
+        digest = await _hashing(hash_password, password, self._settings.password_cost_log2)
         user = User(username=name, password_hash=digest, role=role)
         self._session.add(user)
         try:
@@ -144,12 +175,8 @@ class AccountService:
                 headers={"Retry-After": str(self._settings.login_window_s)},
             )
         user = await self._session.scalar(select(User).where(User.username == name))
-        stored = (
-            user.password_hash
-            if user is not None
-            else _unknown_user_hash(self._settings.password_cost_log2)
-        )
-        matches = await anyio.to_thread.run_sync(verify_password, password, stored)
+        stored = None if user is None else user.password_hash
+        matches = await _hashing(_check_password, password, stored, self._settings)
         if user is None or not matches:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         await self._session.execute(delete(LoginFailure).where(LoginFailure.username == name))
@@ -220,6 +247,15 @@ class AccountService:
             select(User).order_by(User.created_at, User.id).limit(limit).offset(offset)
         )
         return list(rows)
+
+
+def _check_password(password: str, stored: str | None, settings: Settings) -> bool:
+    """``verify_password`` against ``stored``, or against a dummy hash when the username is
+    unknown (in the hashing thread: the dummy's first computation must not block the loop)."""
+    if stored is None:
+        verify_password(password, _unknown_user_hash(settings.password_cost_log2))
+        return False
+    return verify_password(password, stored)
 
 
 @functools.cache

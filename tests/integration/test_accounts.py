@@ -211,6 +211,37 @@ async def test_concurrent_failed_logins_cannot_outrun_the_throttle(client, setti
     assert_error(await client.post("/auth/login", json=right), 429, "login_throttled")
 
 
+async def test_password_hashing_runs_at_most_hashing_threads_at_once(client, monkeypatch):
+    # A flood of logins (unknown usernames cost a scrypt too) queues for the hashing threads
+    # instead of running 40 scrypts, and their memory, at once.
+    import threading
+    import time
+
+    from app.accounts import service
+
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def slow_check(password, stored, settings):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)
+        with lock:
+            running -= 1
+        return False
+
+    monkeypatch.setattr(service, "_check_password", slow_check)
+    logins = [
+        ("/auth/login", {"username": f"nobody{n}", "password": "a long passphrase"}, "")
+        for n in range(3 * service.HASHING_THREADS)
+    ]
+    responses = await concurrently(client, logins)
+    assert [response.status_code for response in responses] == [401] * len(logins)
+    assert most == service.HASHING_THREADS
+
+
 async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client):
     # msgspec gives up on deep nesting with RecursionError, which is not a decode error
     deep = b"[" * 100_000 + b"]" * 100_000
