@@ -19,6 +19,7 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 
 from app.accounts.auth import PUBLIC_OPT_KEY, BearerAuthMiddleware
 from app.accounts.controllers import AdminUsersController, AuthController
+from app.accounts.service import AccountService
 from app.api.health import HealthController
 from app.api.middleware import RequestContextMiddleware
 from app.api.openapi import document_error_responses
@@ -78,6 +79,7 @@ API_VERSION = "0.1.0"
 POOL_GAUGE_INTERVAL_S = 1.0
 TABLE_GAUGE_INTERVAL_S = 5.0
 PRESENCE_SWEEP_INTERVAL_S = 2.0
+LOGIN_FAILURES_CLEANUP_INTERVAL_S = 600.0
 
 
 class MetricsController(PrometheusController):
@@ -127,6 +129,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await count_overdue_deadlines(db)
         await count_failed_deadlines(db)
 
+    async def forget_old_login_failures() -> None:
+        async with db.session() as session:
+            await AccountService(session, settings).forget_old_login_failures()
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if embedded:
@@ -142,6 +148,11 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("socket-presence", open_sockets.refresh_presence, PRESENCE_REFRESH_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
                 ("audit", audit.run, settings.audit_interval_s),
+                (
+                    "login-failures",
+                    forget_old_login_failures,
+                    LOGIN_FAILURES_CLEANUP_INTERVAL_S,
+                ),
             ],
             scheduler=scheduler,
         )
@@ -233,6 +244,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.settings = settings
     app.state.database = db
     app.state.deadline_runner = runner
+    app.state.scheduler = scheduler
     app.state.rng_services = rng_services
     app.state.table_runtime = table_runtime
     app.state.open_sockets = open_sockets

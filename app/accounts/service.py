@@ -234,6 +234,17 @@ class AccountService:
         await self._session.commit()
         return int(getattr(result, "rowcount", 0) or 0)
 
+    async def forget_old_login_failures(self) -> int:
+        """Delete failed logins older than the throttling window (they no longer count; a
+        username that is never logged into would otherwise keep them for good); returns how
+        many.  Run periodically by every worker."""
+        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        result = await self._session.execute(
+            delete(LoginFailure).where(LoginFailure.at <= window_start)
+        )
+        await self._session.commit()
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def get_user(self, user_id: uuid.UUID) -> User:
         """A user by id; ``user_not_found`` (404) otherwise."""
         user = await self._session.get(User, user_id)

@@ -184,6 +184,36 @@ async def test_a_successful_login_resets_the_failure_count(client, settings):
     await login(client, "jade")
 
 
+async def test_failed_logins_older_than_the_window_are_forgotten(client, settings):
+    from app.accounts.service import AccountService
+    from app.db import Database
+
+    wrong = {"username": "nobody_here", "password": "not-the-password"}
+    for _ in range(3):
+        assert_error(await client.post("/auth/login", json=wrong), 401, "invalid_credentials")
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        # two of them fell out of the window: they no longer count, and nothing else removes
+        # them (the username does not exist, so no successful login ever will)
+        await connection.execute(
+            "UPDATE game.login_failures SET at = at - make_interval(secs => $1)"
+            " WHERE id IN (SELECT id FROM game.login_failures ORDER BY id LIMIT 2)",
+            float(settings.login_window_s + 1),
+        )
+        database = Database.connect(settings.database_url, settings)
+        try:
+            async with database.session() as session:
+                assert await AccountService(session, settings).forget_old_login_failures() == 2
+        finally:
+            await database.dispose()
+        assert await connection.fetchval("SELECT count(*) FROM game.login_failures") == 1
+    finally:
+        await connection.close()
+    # every worker runs the clean-up periodically
+    job = client.app.state.scheduler.get_job("login-failures")
+    assert job is not None and job.trigger.interval.total_seconds() == 600
+
+
 async def test_unknown_route_and_method_get_the_error_shape(client):
     assert_error(await client.get("/health/nothing"), 404, "not_found")
     assert_error(await client.delete("/health/live"), 405, "method_not_allowed")
