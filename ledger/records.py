@@ -212,15 +212,19 @@ def sha256_of(value: Any) -> bytes:
 
 def _is_plain_json(value: Any, depth: int = 0) -> bool:
     # Only exact JSON types: numbers must be integers (no binary fractions near money).
+    # PostgreSQL's jsonb cannot store U+0000: such a string would fail the write.
     if depth > 8:
         return False
-    if value is None or isinstance(value, str | int):
+    if isinstance(value, str):
+        return "\x00" not in value
+    if value is None or isinstance(value, int):
         return True
     if isinstance(value, list | tuple):
         return all(_is_plain_json(item, depth + 1) for item in value)
     if isinstance(value, Mapping):
         return all(
-            isinstance(key, str) and _is_plain_json(item, depth + 1) for key, item in value.items()
+            isinstance(key, str) and "\x00" not in key and _is_plain_json(item, depth + 1)
+            for key, item in value.items()
         )
     return False
 
@@ -258,12 +262,14 @@ def check_amount(amount_cents: Any, *, index: int | None = None, transfer_id: st
 def check_json_object(
     value: Any, code: ErrorCode, what: str, *, index: int | None = None, transfer_id: str = ""
 ) -> None:
-    """Refuse anything but a small JSON object of strings, integers, lists and objects."""
+    """Refuse anything but a small JSON object of strings (no U+0000), integers, lists and
+    objects."""
     where = _where(index, transfer_id or None)
     if not isinstance(value, Mapping) or not _is_plain_json(value):
         raise LedgerError(
             code,
-            f"The {what} must be a JSON object of strings, integers, lists and objects.",
+            f"The {what} must be a JSON object of strings (without U+0000), integers, lists "
+            "and objects.",
             where,
         )
     size = len(canonical_json(value).encode("utf-8"))

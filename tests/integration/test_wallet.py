@@ -133,6 +133,22 @@ async def test_malformed_money_requests_get_400_and_unknown_users_404(client, pe
     assert_error(nobody, 404, "user_not_found")
 
 
+async def test_a_nul_character_in_a_note_or_payment_reference_is_a_400(client, settings, people):
+    """PostgreSQL cannot store U+0000 in jsonb: refused up front, not a 500 from the write."""
+    operator = auth(people["token"]["operator"])
+    for direction in ("deposits", "withdrawals"):
+        url = f"/admin/wallets/{people['id']['player']}/{direction}"
+        for body in ({"amount_cents": 100, "note": "PIX\u0000"},
+                     {"amount_cents": 100, "payment_reference": "\u0000"}):  # fmt: skip
+            refused = await client.post(url, json=body, headers={**operator, **key()})
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["code"] in {"invalid_metadata", "invalid_reference"}
+    refused = await post_event(client, settings, event(people, payment_id="pay\u0000"))
+    assert_error(refused, 400, "invalid_reference")
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 0 and wallet["version"] == 0
+
+
 async def test_roles_guard_the_money_and_account_routes(client, people):
     player, compliance = auth(people["token"]["player"]), auth(people["token"]["compliance"])
     url = f"/admin/wallets/{people['id']['player']}/deposits"
