@@ -43,9 +43,10 @@ __all__ = (
     "validate_settlement",
 )
 
-TRANSFER_ID_PATTERN = re.compile(rf"^[\x21-\x7e]{{1,{MAX_TRANSFER_ID_LENGTH}}}$")
-"""Printable ASCII without spaces: ids end up in logs, URLs and statements."""
-SETTLEMENT_ID_PATTERN = re.compile(rf"^[\x21-\x7e]{{1,{MAX_SETTLEMENT_ID_LENGTH}}}$")
+TRANSFER_ID_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_TRANSFER_ID_LENGTH}}}")
+"""Printable ASCII without spaces: ids end up in logs, URLs and statements.  Used with
+``fullmatch``: ``$`` would also match before a final newline."""
+SETTLEMENT_ID_PATTERN = re.compile(rf"[\x21-\x7e]{{1,{MAX_SETTLEMENT_ID_LENGTH}}}")
 """Like transfer ids, shorter: ``{settlement_id}/payout/{position}`` must fit 128."""
 
 JsonObject = Mapping[str, Any]
@@ -231,7 +232,7 @@ def _is_plain_json(value: Any, depth: int = 0) -> bool:
 
 def check_transfer_id(transfer_id: Any, *, index: int | None = None) -> None:
     """Refuse an id that is not 1..128 printable ASCII characters."""
-    if not isinstance(transfer_id, str) or not TRANSFER_ID_PATTERN.match(transfer_id):
+    if not isinstance(transfer_id, str) or not TRANSFER_ID_PATTERN.fullmatch(transfer_id):
         raise LedgerError(
             ErrorCode.INVALID_TRANSFER_ID,
             f"A transfer id is 1 to {MAX_TRANSFER_ID_LENGTH} printable ASCII characters "
@@ -340,7 +341,7 @@ def validate_settlement(
     settlement_id: Any, fee_bps: Any, winners: Sequence[Any], reference: Any
 ) -> None:
     """Every check of a settlement request that needs no database, in a fixed order."""
-    if not isinstance(settlement_id, str) or not SETTLEMENT_ID_PATTERN.match(settlement_id):
+    if not isinstance(settlement_id, str) or not SETTLEMENT_ID_PATTERN.fullmatch(settlement_id):
         raise LedgerError(
             ErrorCode.INVALID_SETTLEMENT_ID,
             f"A settlement id is 1 to {MAX_SETTLEMENT_ID_LENGTH} printable ASCII characters "

@@ -23,8 +23,11 @@ __all__ = (
     "WalletRead",
 )
 
-IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,100}$"
-"""1..100 printable ASCII characters without spaces (a UUID is a good key)."""
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,100}(?!\n)$"
+"""1..100 printable ASCII characters without spaces (a UUID is a good key).
+
+msgspec searches the pattern, and ``$`` alone also matches before a final newline: the
+lookahead refuses ``"evt_1\n"``, which would otherwise be another event than ``"evt_1"``."""
 
 AmountCents = Annotated[
     int,

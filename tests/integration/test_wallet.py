@@ -280,6 +280,12 @@ async def test_the_webhook_refuses_missing_wrong_and_stale_signatures(client, se
     assert_error(
         await post_event(client, settings, good, raw=b"{not json"), 400, "validation_error"
     )
+    # "$" matches before a final newline: an event id ending in one is not another event.
+    assert_error(
+        await post_event(client, settings, event(people, event_id="evt_2\n")),
+        400,
+        "validation_error",
+    )
     assert_error(
         await post_event(client, settings, event(people, type="refund.created")),
         400,

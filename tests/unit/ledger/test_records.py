@@ -51,6 +51,8 @@ def test_a_valid_batch_passes():
         ({"id": ""}, ErrorCode.INVALID_TRANSFER_ID),
         ({"id": "has space"}, ErrorCode.INVALID_TRANSFER_ID),
         ({"id": "x" * 129}, ErrorCode.INVALID_TRANSFER_ID),
+        ({"id": "t-1\n"}, ErrorCode.INVALID_TRANSFER_ID),
+        ({"id": "x" * 128 + "\n"}, ErrorCode.INVALID_TRANSFER_ID),
         ({"id": "ção"}, ErrorCode.INVALID_TRANSFER_ID),
         ({"kind": "gift"}, ErrorCode.INVALID_KIND),
         ({"amount_cents": "100"}, ErrorCode.AMOUNT_MUST_BE_INTEGER),
@@ -103,6 +105,7 @@ def test_the_request_hash_is_canonical():
     [
         (("", 0, [A], {}), ErrorCode.INVALID_SETTLEMENT_ID),
         (("s" * 101, 0, [A], {}), ErrorCode.INVALID_SETTLEMENT_ID),
+        (("s" * 100 + "\n", 0, [A], {}), ErrorCode.INVALID_SETTLEMENT_ID),
         (("s", -1, [A], {}), ErrorCode.INVALID_FEE_BPS),
         (("s", 10_001, [A], {}), ErrorCode.INVALID_FEE_BPS),
         (("s", True, [A], {}), ErrorCode.INVALID_FEE_BPS),
