@@ -9,11 +9,15 @@ snapshot while transfers keep being written.  Checks:
   previous entry's balance after (no gap, no rewrite);
 - each transfer has exactly two entries: minus the amount on its debit account, plus
   the amount on its credit account, in the currency of both accounts;
+- each transfer moves money between account types its kind allows (``KIND_ROUTES``), and
+  each reversal or refund moves its original's amount back between its original's
+  accounts (a refund's original being an entry fee);
 - no account that may not go negative is negative, and each account's type allows what
   it declares;
 - each closed escrow is zero and has no entry after it was closed;
 - each settlement's fee is floor(pool * fee_bps / 10 000), fee + payouts = pool, and its
-  fee and payout transfers carry exactly those amounts.
+  fee and payout transfers carry exactly those amounts, from the table's escrow to the
+  house revenue and to each winner's wallet in order.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from ledger.constants import MAY_GO_NEGATIVE
+from ledger.constants import KIND_ROUTES, MAY_GO_NEGATIVE
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -71,6 +75,16 @@ _POLICY_SQL = " OR ".join(
     f"(type = '{account_type.value}' AND may_go_negative <> {str(allowed).lower()})"
     for account_type, allowed in MAY_GO_NEGATIVE.items()
 )
+
+
+def _route_sql(kind: str, routes: frozenset[tuple[str, str]] | None) -> str:
+    if routes is None:
+        return f"t.kind = '{kind}'"
+    pairs = ", ".join(f"('{debit}', '{credit}')" for debit, credit in sorted(routes))
+    return f"(t.kind = '{kind}' AND (d.type, c.type) IN ({pairs}))"
+
+
+_ROUTES_SQL = " OR ".join(_route_sql(kind.value, routes) for kind, routes in KIND_ROUTES.items())
 
 CHECKS: tuple[tuple[str, str, str], ...] = (
     (
@@ -145,6 +159,27 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
         "transfer {id} in {currency} moves between {debit_currency} and {credit_currency}",
     ),
     (
+        "transfer_route",
+        # Built from ledger.constants only, never from input.
+        f"""SELECT t.id, t.kind, d.type AS debit_type, c.type AS credit_type
+           FROM ledger.transfers t
+           JOIN ledger.accounts d ON d.id = t.debit_account_id
+           JOIN ledger.accounts c ON c.id = t.credit_account_id
+           WHERE NOT ({_ROUTES_SQL}) ORDER BY t.id""",  # noqa: S608
+        "{kind} transfer {id} moves money from a {debit_type} to a {credit_type}",
+    ),
+    (
+        "reversal_mirrors",
+        """SELECT t.id, t.kind, t.reverses_id, o.kind AS original_kind
+           FROM ledger.transfers t JOIN ledger.transfers o ON o.id = t.reverses_id
+           WHERE t.debit_account_id <> o.credit_account_id
+              OR t.credit_account_id <> o.debit_account_id
+              OR t.amount_cents <> o.amount_cents
+              OR (t.kind = 'entry_refund' AND o.kind <> 'entry_fee')
+           ORDER BY t.id""",
+        "{kind} {id} does not move {original_kind} {reverses_id} back between its accounts",
+    ),
+    (
         "never_negative",
         """SELECT id, type, balance_cents FROM ledger.accounts
            WHERE NOT may_go_negative AND balance_cents < 0 ORDER BY id""",
@@ -206,6 +241,30 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
            ORDER BY s.id, expected.transfer_id""",
         "settlement {id}: transfer {transfer_id} should move {amount_cents}, "
         "recorded {recorded_cents}",
+    ),
+    (
+        "settlement_accounts",
+        """SELECT s.id, expected.what, expected.type AS expected_type,
+                  expected.owner_id AS expected_owner, a.type, a.owner_id
+           FROM ledger.settlements s
+           CROSS JOIN LATERAL (
+               SELECT 'the escrow' AS what, s.escrow_account_id AS account_id,
+                      'table_escrow' AS type, s.table_id::text AS owner_id
+               UNION ALL
+               SELECT 'the credit account of ' || t.id, t.credit_account_id, 'house_revenue',
+                      NULL::text
+               FROM ledger.transfers t WHERE t.id = s.id || '/fee'
+               UNION ALL
+               SELECT 'the credit account of ' || t.id, t.credit_account_id, 'player_wallet',
+                      w.winner
+               FROM jsonb_array_elements_text(s.winners) WITH ORDINALITY AS w(winner, position)
+               JOIN ledger.transfers t ON t.id = s.id || '/payout/' || (w.position - 1)
+           ) expected
+           JOIN ledger.accounts a ON a.id = expected.account_id
+           WHERE a.type <> expected.type OR a.owner_id::text IS DISTINCT FROM expected.owner_id
+           ORDER BY s.id, expected.what""",
+        "settlement {id}: {what} is the {type} of {owner_id}, "
+        "not the {expected_type} of {expected_owner}",
     ),
 )
 """(name, query returning the offending rows, message template over the row)."""

@@ -129,3 +129,67 @@ async def test_a_closed_escrow_receiving_a_later_entry_is_reported(run, engine, 
         "closed_escrow_empty",
         "closed_escrow_no_later_entry",
     }
+
+
+async def refunded_entry(run, names: dict[str, uuid.UUID]) -> None:
+    """Ana and Bia sit at a second table; Ana leaves and gets her entry back."""
+    other = uuid.uuid4()
+    for player in ("ana", "bia"):
+        await run(lambda ledger, p=names[player]: ledger.deposit(f"dep2:{p}", p, 500))
+        await run(lambda ledger, p=names[player]: ledger.take_entry(f"e2:{p}", p, other, 500))
+    await run(lambda ledger: ledger.refund_entry("r2:ana", f"e2:{names['ana']}"))
+
+
+WALLET_OF = "(SELECT id FROM ledger.accounts WHERE type = 'player_wallet' AND owner_id = '{}')"
+
+
+@pytest.mark.ledger_tampering
+async def test_a_payout_credited_to_another_wallet_than_the_winners_is_reported(run, engine, sql):
+    """Moved consistently (entries, versions, balances), every sum still adds up: only the
+    settlement's winners say whose money it was."""
+    names = await honest_ledger(run)
+    ana, bia = WALLET_OF.format(names["ana"]), WALLET_OF.format(names["bia"])
+    await sql.execute("SET session_replication_role = replica")
+    for statement in (
+        f"UPDATE ledger.transfers SET credit_account_id = {bia} WHERE id = 'settle/payout/0'",
+        f"UPDATE ledger.entries SET account_id = {bia}, account_version = 3,"
+        " balance_before_cents = 500, balance_after_cents = 1400"
+        " WHERE transfer_id = 'settle/payout/0' AND amount_cents > 0",
+        "UPDATE ledger.entries SET account_version = 3, balance_before_cents = 500,"
+        " balance_after_cents = 200 WHERE transfer_id = 'out'  AND amount_cents < 0",
+        f"UPDATE ledger.accounts SET balance_cents = 200, version = 3 WHERE id = {ana}",
+        f"UPDATE ledger.accounts SET balance_cents = 1400, version = 3 WHERE id = {bia}",
+    ):
+        await sql.execute(statement)
+    report = await reconcile(engine)
+    assert {problem.check for problem in report.problems} == {"settlement_accounts"}, report
+
+
+@pytest.mark.ledger_tampering
+async def test_a_transfer_between_accounts_its_kind_does_not_allow_is_reported(run, engine, sql):
+    await honest_ledger(run)
+    await sql.execute("SET session_replication_role = replica")
+    await sql.execute("UPDATE ledger.transfers SET kind = 'payout' WHERE id = 'out'")
+    report = await reconcile(engine)
+    assert {problem.check for problem in report.problems} == {"transfer_route"}, report
+
+
+@pytest.mark.ledger_tampering
+async def test_a_refund_that_does_not_mirror_its_entry_is_reported(run, engine, sql):
+    """Ana's refund relabelled as Bia's: Bia's entry looks refunded but she never got it."""
+    names = await honest_ledger(run)
+    await refunded_entry(run, names)
+    await sql.execute("SET session_replication_role = replica")
+    await sql.execute(
+        f"UPDATE ledger.transfers SET reverses_id = 'e2:{names['bia']}' WHERE id = 'r2:ana'"
+    )
+    report = await reconcile(engine)
+    assert {problem.check for problem in report.problems} == {"reversal_mirrors"}, report
+
+
+async def test_reconciliation_is_clean_with_refunds_and_reversals(run, engine):
+    names = await honest_ledger(run)
+    await refunded_entry(run, names)
+    await run(lambda ledger: ledger.reverse("undo-dep2", f"dep2:{names['bia']}"))
+    report = await reconcile(engine)
+    assert report.ok, report.problems
