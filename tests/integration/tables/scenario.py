@@ -129,9 +129,10 @@ class _Shared(httpx.BaseTransport):
         return self._inner.handle_request(request)
 
 
-async def concurrently(client: Any, requests: Sequence[tuple[str, dict[str, Any], str]]) -> list:
-    """POST every ``(path, body, token)`` at once, each from its own thread, all released
-    together, so the app (in the test client's portal loop) serves them concurrently."""
+async def concurrently(client: Any, requests: Sequence[tuple[Any, ...]]) -> list:
+    """POST every ``(path, body, token)`` (or ``(path, body, token, headers)``) at once, each
+    from its own thread, all released together, so the app (in the test client's portal
+    loop) serves them concurrently."""
     barrier = threading.Barrier(len(requests), timeout=30)
     transport = _Shared(PortalTransport(client=client, raise_server_exceptions=True))
     with (
@@ -139,9 +140,11 @@ async def concurrently(client: Any, requests: Sequence[tuple[str, dict[str, Any]
         ThreadPoolExecutor(max_workers=len(requests)) as pool,
     ):
 
-        def send(path: str, body: dict[str, Any], token: str) -> httpx.Response:
+        def send(
+            path: str, body: dict[str, Any], token: str, headers: dict[str, str] | None = None
+        ) -> httpx.Response:
             barrier.wait()
-            return sync.post(path, json=body, headers=auth(token))
+            return sync.post(path, json=body, headers={**auth(token), **(headers or {})})
 
         loop = asyncio.get_running_loop()
         return list(

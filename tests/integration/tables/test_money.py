@@ -155,6 +155,32 @@ async def test_concurrent_cancellations_of_tables_sharing_players_refund_everyon
             assert escrow["balance_cents"] == 0 and escrow["closed_at"] is not None
 
 
+async def test_withdrawals_racing_seats_never_overdraw_the_wallet(client, settings):
+    """The wallet pays for two of six: three seats and three withdrawals of one entry each,
+    all at once; exactly two succeed, the others are refused and write nothing."""
+    op, [(payer_id, payer)] = await people(client, settings, 1, deposit=2 * ENTRY)
+    _, creator = await player(client, settings, "creator", 0, op)
+    tables = [await create_table(client, creator, seat_count=3, entry_cents=ENTRY)
+              for _ in range(3)]  # fmt: skip
+    withdrawal = f"/admin/wallets/{payer_id}/withdrawals"
+    seats = [(f"/tables/{table['id']}/seat", {}, payer) for table in tables]
+    withdrawals = [
+        (withdrawal, {"amount_cents": ENTRY}, op, {"Idempotency-Key": f"out-{n}"}) for n in range(3)
+    ]
+    responses = await concurrently(client, seats + withdrawals)
+    codes = sorted(response.status_code for response in responses)
+    assert codes == [201, 201, 422, 422, 422, 422], [r.text for r in responses]
+    for response in responses:
+        if response.status_code == 422:
+            assert_error(response, 422, "insufficient_funds")
+    assert await balance(client, payer) == 0
+    escrows = [(await account(client, op, "table_escrow", t["id"]))["balance_cents"]
+               for t in tables]  # fmt: skip
+    seated = sum(1 for r in responses[:3] if r.status_code == 201)
+    assert sorted(escrows) == sorted([ENTRY] * seated + [0] * (3 - seated))
+    assert await statement_size(client, payer) == 1 + 2
+
+
 async def test_a_player_who_did_not_create_the_table_cannot_cancel_it(client, settings):
     _, [(_, a), (_, b)] = await people(client, settings, 2)
     table = await create_table(client, a, seat_count=3, entry_cents=ENTRY)
