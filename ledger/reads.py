@@ -126,7 +126,12 @@ class LedgerReads:
                 ENTRIES.c.created_at,
             )
             .join(TRANSFERS, TRANSFERS.c.id == ENTRIES.c.transfer_id)
-            .where(ENTRIES.c.account_id == account_id)
+            # As of the account just read: a transfer committed since then (READ COMMITTED
+            # reads it in the next statement) would be a line the page's balance lacks.
+            .where(
+                ENTRIES.c.account_id == account_id,
+                ENTRIES.c.account_version <= account.version,
+            )
             .order_by(ENTRIES.c.account_version.desc())
             .limit(limit)
         )

@@ -10,8 +10,16 @@ import random
 import uuid
 
 import pytest
+from sqlalchemy import text
 
-from ledger import AccountType, ErrorCode, LedgerError, TransferKind, TransferRequest
+from ledger import (
+    AccountType,
+    ErrorCode,
+    Ledger,
+    LedgerError,
+    TransferKind,
+    TransferRequest,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -228,3 +236,29 @@ async def test_concurrent_settlements_and_late_entries_on_one_table(run):
     assert settlement.pool_cents + escrow.balance_cents == 100 * seated
     house = await run(lambda ledger: ledger.system_account(AccountType.HOUSE_REVENUE))
     assert house.balance_cents == settlement.fee_cents
+
+
+async def test_a_statement_page_agrees_with_its_balance_when_a_write_lands_in_between(run):
+    """The account is read, then its entries: a transfer committed in between must not show
+    as a line the page's balance does not include (the newest line ends at the balance)."""
+    player = uuid.uuid4()
+    await run(lambda ledger: ledger.deposit("d1", player, 100))
+    wallet = await run(lambda ledger: ledger.ensure_player_wallet(player))
+    async with run.sessions() as writer, writer.begin():
+        # Holding this lock parks the statement's entries query (it joins the transfers)
+        # after its account read; the writer then commits a deposit.
+        await writer.execute(text("LOCK TABLE ledger.transfers IN ACCESS EXCLUSIVE MODE"))
+        reading = asyncio.create_task(run(lambda ledger: ledger.statement(wallet.id)))
+        for _ in range(200):
+            waiting = await run.scalar(
+                "SELECT COUNT(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " WHERE NOT l.granted AND c.relname = 'transfers'"
+            )
+            if waiting:
+                break
+            await asyncio.sleep(0.02)
+        assert waiting, "the statement never waited for the transfers"
+        await Ledger(writer).deposit("d2", player, 50)
+    statement = await reading
+    assert statement.lines[0].balance_after_cents == statement.account.balance_cents
+    assert statement.account.version == statement.lines[0].account_version
