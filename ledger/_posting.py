@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ledger.constants import KIND_ROUTES, MAX_BALANCE_CENTS, AccountType, TransferKind
 from ledger.errors import ErrorCode, LedgerError
-from ledger.models import ACCOUNTS, ENTRIES, TRANSFERS, id_in
+from ledger.models import ACCOUNTS, ENTRIES, PAYMENT_INDEX_PREDICATE, TRANSFERS, id_in
 from ledger.records import (
     EntryLeg,
     TransferRequest,
@@ -154,6 +154,14 @@ async def claim(
         raise
 
 
+def _payment_credited(payment: str, transfer_id: str) -> LedgerError:
+    return LedgerError(
+        ErrorCode.PAYMENT_ALREADY_CREDITED,
+        "This payment was already credited.",
+        {"payment": payment, "transfer_id": transfer_id},
+    )
+
+
 def constraint_of(error: IntegrityError) -> str | None:
     """The name of the constraint an ``IntegrityError`` from asyncpg violated."""
     for candidate in (error.orig, getattr(error.orig, "__cause__", None)):
@@ -228,6 +236,7 @@ class Posting:
         replayed = await self.replay_or_conflict(requests)
         if replayed is not None:
             return replayed
+        await self._refuse_credited_payments(requests)
         targets = await self._targets(requests)
         legs = _apply(requests, locked, targets)
         return await self._write(requests, legs, locked)
@@ -253,6 +262,36 @@ class Posting:
                 {"transfer_ids": differing or sorted(recorded), "not_recorded": missing},
             )
         return await load_results(self._session, ids, replayed=True)
+
+    async def _refuse_credited_payments(self, requests: Sequence[TransferRequest]) -> None:
+        """``payment_already_credited`` for a deposit of a provider payment (its reference's
+        ``payment``) that another deposit already credited: a payment is money received once,
+        whether its webhook event, a second event for it or an operator brings it."""
+        payments: dict[str, str] = {}
+        for request in requests:
+            payment = request.reference.get("payment")
+            if request.kind != TransferKind.DEPOSIT or not isinstance(payment, str):
+                continue
+            if payment in payments:
+                raise _payment_credited(payment, payments[payment])
+            payments[payment] = request.id
+        if not payments:
+            return
+        paid = TRANSFERS.c.reference["payment"].astext
+        row = (
+            await self._session.execute(
+                select(paid, TRANSFERS.c.id)
+                .where(
+                    # literally the index's predicate, so the planner uses the index
+                    text(PAYMENT_INDEX_PREDICATE),
+                    paid.in_(sorted(payments)),
+                )
+                .order_by(TRANSFERS.c.id)
+                .limit(1)
+            )
+        ).first()
+        if row is not None:
+            raise _payment_credited(row[0], row[1])
 
     async def _targets(self, requests: Sequence[TransferRequest]) -> dict[str, _Target]:
         wanted = [request.reverses_id for request in requests if request.reverses_id]

@@ -39,6 +39,7 @@ class ErrorCode(enum.StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     ALREADY_REVERSED = "already_reversed"
     ENTRY_ALREADY_REFUNDED = "entry_already_refunded"
+    PAYMENT_ALREADY_CREDITED = "payment_already_credited"
     # Refused by a rule of the accounts involved.
     CURRENCY_MISMATCH = "currency_mismatch"
     ACCOUNT_CLOSED = "account_closed"

@@ -18,6 +18,7 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -36,6 +37,7 @@ from ledger.base import LedgerBase
 __all__ = (
     "ACCOUNTS",
     "ENTRIES",
+    "PAYMENT_INDEX_PREDICATE",
     "SETTLEMENTS",
     "TRANSFERS",
     "AccountRow",
@@ -93,6 +95,10 @@ class AccountRow(LedgerBase):
     """The account's version when it was closed."""
 
 
+PAYMENT_INDEX_PREDICATE = "kind = 'deposit' AND reference ? 'payment'"
+"""The deposits that credit a provider's payment (one each: ``uq_transfers_deposit_payment``)."""
+
+
 class TransferRow(LedgerBase):
     """One movement of ``amount_cents`` from a debit account to a credit account."""
 
@@ -107,6 +113,14 @@ class TransferRow(LedgerBase):
         ),
         CheckConstraint("jsonb_typeof(reference) = 'object'", name="reference_object"),
         CheckConstraint("jsonb_typeof(metadata) = 'object'", name="metadata_object"),
+        # A provider's payment is credited once, whichever route (webhook event or operator
+        # deposit) brings it; a concurrent second credit loses the race on this index.
+        Index(
+            "uq_transfers_deposit_payment",
+            text("(reference ->> 'payment')"),
+            unique=True,
+            postgresql_where=text(PAYMENT_INDEX_PREDICATE),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(128), primary_key=True)

@@ -47,6 +47,7 @@ LEDGER_ERROR_TYPES: MappingProxyType[ErrorCode, type[AppError]] = MappingProxyTy
         _E.IDEMPOTENCY_CONFLICT: ConflictError,
         _E.ALREADY_REVERSED: ConflictError,
         _E.ENTRY_ALREADY_REFUNDED: ConflictError,
+        _E.PAYMENT_ALREADY_CREDITED: ConflictError,
         _E.ESCROW_NOT_EMPTY: ConflictError,
         # 422: well-formed, refused by a rule of the accounts involved.
         _E.AMOUNT_MUST_BE_POSITIVE: UnprocessableError,

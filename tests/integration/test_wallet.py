@@ -340,3 +340,52 @@ async def test_compliance_reads_of_accounts_are_in_the_access_log(client, people
         "offset": 0,
         "found": 1,
     }
+
+
+async def test_a_payment_is_credited_once_whatever_brings_it(client, settings, people):
+    player = auth(people["token"]["player"])
+    first = await post_event(client, settings, event(people, event_id="evt_a", payment_id="p1"))
+    assert first.status_code == 200, first.text
+    # a second provider event for the same payment, and an operator crediting it by hand
+    again = await post_event(client, settings, event(people, event_id="evt_b", payment_id="p1"))
+    refused = assert_error(again, 409, "payment_already_credited")
+    assert refused["details"] == {"payment": "p1", "transfer_id": "payment:evt_a"}
+    by_hand = await deposit(client, people, 5_000, payment_reference="p1")
+    assert_error(by_hand, 409, "payment_already_credited")
+    # the other way round: an operator's deposit of a payment, then the provider's event
+    assert (await deposit(client, people, 700, payment_reference="p2")).status_code == 201
+    late = await post_event(client, settings, event(people, event_id="evt_c", payment_id="p2"))
+    assert_error(late, 409, "payment_already_credited")
+    # replays of what was applied still answer as replays; other payments still credit
+    replay = await post_event(client, settings, event(people, event_id="evt_a", payment_id="p1"))
+    assert replay.status_code == 200 and replay.json()["replayed"] is True
+    other = await post_event(client, settings, event(people, event_id="evt_d", payment_id="p3"))
+    assert other.status_code == 200, other.text
+    assert (await deposit(client, people, 100)).status_code == 201  # no payment reference
+    assert (await deposit(client, people, 100)).status_code == 201
+    wallet = (await client.get("/wallet", headers=player)).json()
+    assert wallet["balance_cents"] == 5_000 + 700 + 5_000 + 200 and wallet["version"] == 5
+
+
+async def test_concurrent_credits_of_one_payment_credit_it_once(client, settings, people):
+    from tests.integration.tables.scenario import concurrently
+
+    users = [people["id"]["player"], await create_user(settings, "pedro")]
+    credits = [
+        (
+            f"/admin/wallets/{users[n % 2]}/deposits",
+            {"amount_cents": 1_000, "payment_reference": "p9"},
+            people["token"]["operator"],
+            key(),
+        )
+        for n in range(6)
+    ]
+    responses = await concurrently(client, credits)
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [201] + [409] * 5, [response.text for response in responses]
+    assert {r.json()["code"] for r in responses if r.status_code == 409} == {
+        "payment_already_credited"
+    }
+    operator = auth(people["token"]["operator"])
+    cash_in = await client.get("/admin/accounts", params={"type": "cash_in"}, headers=operator)
+    assert cash_in.json()[0]["balance_cents"] == -1_000
