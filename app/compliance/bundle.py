@@ -97,6 +97,21 @@ def verify_bundle(
     return report
 
 
+def _check_subject(
+    subject: Mapping[str, Any], table: Mapping[str, Any], rounds: list[Mapping[str, Any]]
+) -> None:
+    """The disputed round is one of the bundle's rounds (a bundle without it proves nothing
+    about it), of the bundle's table."""
+    table_id = subject.get("table_id")
+    if table_id is not None and table_id != str(table["id"]):
+        raise VerificationFailed(
+            "format", "subject", f"names table {table_id}, the bundle is table {table['id']}"
+        )
+    round_id = subject.get("round_id")
+    if round_id is not None and all(item["id"] != round_id for item in rounds):
+        raise VerificationFailed("format", f"round {round_id}", "missing from the bundle")
+
+
 def _verify(
     bundle: Mapping[str, Any],
     report: BundleReport,
@@ -119,10 +134,13 @@ def _verify(
     seats_list = bundle.get("seats", [])
     seats = {seat["engine_seat"]: seat["user_id"] for seat in seats_list}
     rounds = sorted(bundle["rounds"], key=lambda item: item["number"])
+    if not rounds:
+        raise VerificationFailed("format", "rounds", "the bundle holds no finished round")
     numbers = [item["number"] for item in rounds]
     if numbers != list(range(1, len(rounds) + 1)):
         missing = next(n for n in range(1, len(rounds) + 2) if n not in numbers)
         raise VerificationFailed("format", f"round {missing}", "missing from the bundle")
+    _check_subject(bundle.get("subject") or {}, table, rounds)
     previous: str | None = None
     for round_ in rounds:
         if round_ids is None or round_["id"] in round_ids:

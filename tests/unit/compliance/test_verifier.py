@@ -344,6 +344,22 @@ def test_a_wrong_final_state_or_broken_continuity_is_named(bundle):
     assert _failure(gap) == ("format", "round 2")
 
 
+def test_a_bundle_missing_its_subject_round_or_every_round_does_not_pass(bundle):
+    # a forger drops the disputed round (and those after it) and says the table still plays
+    bundle["table"]["status"] = "running"
+    subject = bundle["subject"]["round_id"]
+    assert subject == bundle["rounds"][-1]["id"]
+    truncated = copy.deepcopy(bundle)
+    del truncated["rounds"][-1]
+    assert _failure(truncated) == ("format", f"round {subject}")
+    empty = copy.deepcopy(bundle)
+    empty["rounds"] = []
+    assert _failure(empty) == ("format", "rounds")
+    other = copy.deepcopy(bundle)
+    other["subject"]["table_id"] = str(uuid.uuid4())
+    assert _failure(other) == ("format", "subject")
+
+
 def test_a_settlement_to_the_wrong_player_is_named(bundle):
     loser = next(
         s["user_id"]
