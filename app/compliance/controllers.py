@@ -291,7 +291,7 @@ class AccessLogController(Controller):
         db_session: DbSession,
         limit: Limit = 100,
         before_id: Annotated[int | None, QueryParameter(ge=1, le=2**62)] = None,
-        actor: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        actor: Annotated[str | None, QueryParameter(max_length=64, pattern=r"^[^\x00]*$")] = None,
     ) -> list[dict[str, Any]]:
         """Compliance reads, newest first; ``before_id`` pages back."""
         return await list_access(db_session, limit=limit, before_id=before_id, actor=actor)

@@ -35,3 +35,11 @@ async def test_search_dates_outside_the_databases_range_are_refused(client, sett
     assert response.status_code == 200, response.text
     [row] = await _access_log(client, op)
     assert row["details"]["from"] == "2024-01-01T00:00:00+00:00"
+
+
+async def test_an_access_log_actor_with_a_nul_character_is_refused(client, settings):
+    op = await operator(client, settings)
+    response = await client.get("/admin/access-log?actor=cli%3Aroot%00", headers=auth(op))
+    assert_error(response, 400, "validation_error")
+    response = await client.get("/admin/access-log?actor=cli%3Aroot", headers=auth(op))
+    assert response.status_code == 200 and response.json() == []
