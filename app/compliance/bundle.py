@@ -112,6 +112,20 @@ def _check_subject(
         raise VerificationFailed("format", f"round {round_id}", "missing from the bundle")
 
 
+def _check_seats(seats: list[Mapping[str, Any]], seat_count: int) -> None:
+    """The seats are the match's engine seats 0 to n-1, each once, each a different player
+    (the driver numbers the seated players in chair order when the match starts)."""
+    engine_seats = sorted(seat["engine_seat"] for seat in seats)
+    users = {seat["user_id"] for seat in seats}
+    if engine_seats != list(range(seat_count)) or len(users) != len(seats):
+        raise VerificationFailed(
+            "format",
+            "seats",
+            f"the match has seats 0 to {seat_count - 1}, each held by another player; the "
+            f"bundle lists seats {engine_seats} held by {len(users)} players",
+        )
+
+
 def _verify(
     bundle: Mapping[str, Any],
     report: BundleReport,
@@ -141,6 +155,7 @@ def _verify(
         missing = next(n for n in range(1, len(rounds) + 2) if n not in numbers)
         raise VerificationFailed("format", f"round {missing}", "missing from the bundle")
     _check_subject(bundle.get("subject") or {}, table, rounds)
+    _check_seats(seats_list, int(rounds[0]["start_state"]["seats"]))
     previous: str | None = None
     for round_ in rounds:
         if round_ids is None or round_["id"] in round_ids:

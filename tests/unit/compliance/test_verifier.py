@@ -360,6 +360,20 @@ def test_a_bundle_missing_its_subject_round_or_every_round_does_not_pass(bundle)
     assert _failure(other) == ("format", "subject")
 
 
+def test_seats_other_than_the_matchs_own_are_named(bundle):
+    # who played is not in the signed records: the seats must be exactly the match's
+    extra = copy.deepcopy(bundle)
+    stranger = {"engine_seat": 4, "user_id": str(uuid.uuid4()), "entry_transfer_id": None}
+    extra["seats"].append(stranger)
+    assert _failure(extra) == ("format", "seats")
+    twice = copy.deepcopy(bundle)
+    twice["seats"].append(dict(twice["seats"][0], user_id=str(uuid.uuid4())))
+    assert _failure(twice) == ("format", "seats")
+    shared = copy.deepcopy(bundle)
+    shared["seats"][3]["user_id"] = shared["seats"][0]["user_id"]
+    assert _failure(shared) == ("format", "seats")
+
+
 def test_a_settlement_to_the_wrong_player_is_named(bundle):
     loser = next(
         s["user_id"]
