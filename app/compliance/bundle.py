@@ -86,8 +86,8 @@ def verify_bundle(
 ) -> BundleReport:
     """Verify every round of the bundle (or only ``round_ids``) and, when the match ended,
     its money.  ``public_keys`` pins the signing keys (default: the bundle's own)."""
-    table = bundle.get("table") or {}
-    report = BundleReport(table_id=str(table.get("id")))
+    table = bundle.get("table")
+    report = BundleReport(table_id=str(table.get("id") if isinstance(table, Mapping) else None))
     try:
         _verify(bundle, report, round_ids, public_keys, allow_fixed_streams)
     except VerificationFailed as failed:

@@ -415,6 +415,22 @@ def test_the_offline_verifier_refuses_nan_and_infinity(bundle, tmp_path):
         assert f"{constant} is not a JSON value" in output.getvalue()
 
 
+def test_the_offline_verifier_says_a_document_that_is_no_bundle_is_unreadable(tmp_path):
+    # a JSON document that is not an object, or nested beyond what the parser takes, is an
+    # unreadable file (exit 2 with a message), not a traceback
+    for name, text in (("list", "[1]"), ("null", "null"), ("deep", "[" * 100_000 + "]" * 100_000)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        output = io.StringIO()
+        assert offline_main([str(path)], output) == 2
+        assert output.getvalue().startswith("ERROR cannot read ")
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"format": "raiz/dispute-bundle/1", "table": [1], "subject": [1]}))
+    output = io.StringIO()
+    assert offline_main([str(path)], output) == 1
+    assert output.getvalue().startswith("FAIL round None: format: bundle: malformed")
+
+
 def test_the_offline_verifier_passes_without_msgspec(bundle, tmp_path):
     # needs only `cryptography` and the pure engine: the canonical encoding falls back to
     # the standard library's definition and the verdict is the same
