@@ -117,7 +117,11 @@ def _check_seats(seats: list[Mapping[str, Any]], seat_count: int) -> None:
     (the driver numbers the seated players in chair order when the match starts)."""
     engine_seats = sorted(seat["engine_seat"] for seat in seats)
     users = {seat["user_id"] for seat in seats}
-    if engine_seats != list(range(seat_count)) or len(users) != len(seats):
+    if (
+        len(engine_seats) != seat_count
+        or engine_seats != list(range(seat_count))
+        or len(users) != len(seats)
+    ):
         raise VerificationFailed(
             "format",
             "seats",

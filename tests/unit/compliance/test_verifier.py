@@ -372,6 +372,9 @@ def test_seats_other_than_the_matchs_own_are_named(bundle):
     shared = copy.deepcopy(bundle)
     shared["seats"][3]["user_id"] = shared["seats"][0]["user_id"]
     assert _failure(shared) == ("format", "seats")
+    huge = copy.deepcopy(bundle)
+    huge["rounds"][0]["start_state"]["seats"] = 10**15  # no list of that many seats is built
+    assert _failure(huge) == ("format", "seats")
 
 
 def test_a_settlement_to_the_wrong_player_is_named(bundle):
