@@ -86,8 +86,8 @@ def verify_bundle(
 ) -> BundleReport:
     """Verify every round of the bundle (or only ``round_ids``) and, when the match ended,
     its money.  ``public_keys`` pins the signing keys (default: the bundle's own)."""
-    table = bundle.get("table") or {}
-    report = BundleReport(table_id=str(table.get("id")))
+    table = bundle.get("table")
+    report = BundleReport(table_id=str(table.get("id") if isinstance(table, Mapping) else None))
     try:
         _verify(bundle, report, round_ids, public_keys, allow_fixed_streams)
     except VerificationFailed as failed:
@@ -95,6 +95,39 @@ def verify_bundle(
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         report.failure = Failure("format", "bundle", f"malformed: {error!r}")
     return report
+
+
+def _check_subject(
+    subject: Mapping[str, Any], table: Mapping[str, Any], rounds: list[Mapping[str, Any]]
+) -> None:
+    """The disputed round is one of the bundle's rounds (a bundle without it proves nothing
+    about it), of the bundle's table."""
+    table_id = subject.get("table_id")
+    if table_id is not None and table_id != str(table["id"]):
+        raise VerificationFailed(
+            "format", "subject", f"names table {table_id}, the bundle is table {table['id']}"
+        )
+    round_id = subject.get("round_id")
+    if round_id is not None and all(item["id"] != round_id for item in rounds):
+        raise VerificationFailed("format", f"round {round_id}", "missing from the bundle")
+
+
+def _check_seats(seats: list[Mapping[str, Any]], seat_count: int) -> None:
+    """The seats are the match's engine seats 0 to n-1, each once, each a different player
+    (the driver numbers the seated players in chair order when the match starts)."""
+    engine_seats = sorted(seat["engine_seat"] for seat in seats)
+    users = {seat["user_id"] for seat in seats}
+    if (
+        len(engine_seats) != seat_count
+        or engine_seats != list(range(seat_count))
+        or len(users) != len(seats)
+    ):
+        raise VerificationFailed(
+            "format",
+            "seats",
+            f"the match has seats 0 to {seat_count - 1}, each held by another player; the "
+            f"bundle lists seats {engine_seats} held by {len(users)} players",
+        )
 
 
 def _verify(
@@ -119,10 +152,14 @@ def _verify(
     seats_list = bundle.get("seats", [])
     seats = {seat["engine_seat"]: seat["user_id"] for seat in seats_list}
     rounds = sorted(bundle["rounds"], key=lambda item: item["number"])
+    if not rounds:
+        raise VerificationFailed("format", "rounds", "the bundle holds no finished round")
     numbers = [item["number"] for item in rounds]
     if numbers != list(range(1, len(rounds) + 1)):
         missing = next(n for n in range(1, len(rounds) + 2) if n not in numbers)
         raise VerificationFailed("format", f"round {missing}", "missing from the bundle")
+    _check_subject(bundle.get("subject") or {}, table, rounds)
+    _check_seats(seats_list, int(rounds[0]["start_state"]["seats"]))
     previous: str | None = None
     for round_ in rounds:
         if round_ids is None or round_["id"] in round_ids:

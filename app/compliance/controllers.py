@@ -27,6 +27,7 @@ from app.compliance.models import Checkpoint
 from app.compliance.service import ComplianceService
 from app.compliance.signatures import signer_for
 from app.compliance.signing import SIGNATURE_ALGORITHM
+from app.errors import ValidationFailed
 from rng.service import RngService
 
 __all__ = (
@@ -41,6 +42,22 @@ AnyRequest = Request[Any, Any, Any]
 Limit = Annotated[int, QueryParameter(ge=1, le=200, description="Page size.")]
 Offset = Annotated[int, QueryParameter(ge=0, le=1_000_000)]
 RngDependency = NamedDependency[RngService]
+
+
+def _utc(value: dt.datetime | None, name: str) -> dt.datetime | None:
+    """A query time in UTC (one without an offset is UTC); a time PostgreSQL cannot hold
+    once in UTC (year 1 or 9999 with an offset) is a 400, not a database error."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValidationFailed(
+            "The request is not valid.",
+            details={"errors": [{"message": "Out of range", "key": name, "source": "query"}]},
+        ) from None
 
 
 class ComplianceController(Controller):
@@ -73,6 +90,7 @@ class ComplianceController(Controller):
         offset: Offset = 0,
     ) -> list[dict[str, Any]]:
         """Rounds by player, table and start time, newest first."""
+        since, until = _utc(since, "from"), _utc(until, "to")
         rounds = await ComplianceService(db_session, settings, rng_service).search_rounds(
             player=player, table=table, since=since, until=until, limit=limit, offset=offset
         )
@@ -273,7 +291,7 @@ class AccessLogController(Controller):
         db_session: DbSession,
         limit: Limit = 100,
         before_id: Annotated[int | None, QueryParameter(ge=1, le=2**62)] = None,
-        actor: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        actor: Annotated[str | None, QueryParameter(max_length=64, pattern=r"^[^\x00]*$")] = None,
     ) -> list[dict[str, Any]]:
         """Compliance reads, newest first; ``before_id`` pages back."""
         return await list_access(db_session, limit=limit, before_id=before_id, actor=actor)

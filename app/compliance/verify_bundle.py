@@ -59,13 +59,15 @@ def main(argv: Sequence[str] | None = None, output: TextIO | None = None) -> int
     try:
         with open(arguments.bundle, encoding="utf-8") as file:
             bundle = json.load(file, parse_constant=_refuse_constant)
+        if not isinstance(bundle, dict):
+            raise ValueError("the document is not a JSON object")
         pinned = None
         if arguments.public_key:
             pinned = {}
             for item in arguments.public_key:
                 key_id, _, hex_key = item.partition(":")
                 pinned[key_id] = bytes.fromhex(hex_key)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         print(f"ERROR cannot read {arguments.bundle}: {error}", file=out)
         return EXIT_UNREADABLE
     report = verify_bundle(
@@ -73,7 +75,8 @@ def main(argv: Sequence[str] | None = None, output: TextIO | None = None) -> int
     )
     if arguments.json:
         print(json.dumps(report.to_dict(), indent=2), file=out)
-    subject = (bundle.get("subject") or {}).get("round_id")
+    subject = bundle.get("subject")
+    subject = subject.get("round_id") if isinstance(subject, dict) else None
     if report.ok:
         print(
             f"PASS table {report.table_id}: {len(report.rounds)} rounds re-executed "

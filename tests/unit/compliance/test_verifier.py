@@ -344,6 +344,39 @@ def test_a_wrong_final_state_or_broken_continuity_is_named(bundle):
     assert _failure(gap) == ("format", "round 2")
 
 
+def test_a_bundle_missing_its_subject_round_or_every_round_does_not_pass(bundle):
+    # a forger drops the disputed round (and those after it) and says the table still plays
+    bundle["table"]["status"] = "running"
+    subject = bundle["subject"]["round_id"]
+    assert subject == bundle["rounds"][-1]["id"]
+    truncated = copy.deepcopy(bundle)
+    del truncated["rounds"][-1]
+    assert _failure(truncated) == ("format", f"round {subject}")
+    empty = copy.deepcopy(bundle)
+    empty["rounds"] = []
+    assert _failure(empty) == ("format", "rounds")
+    other = copy.deepcopy(bundle)
+    other["subject"]["table_id"] = str(uuid.uuid4())
+    assert _failure(other) == ("format", "subject")
+
+
+def test_seats_other_than_the_matchs_own_are_named(bundle):
+    # who played is not in the signed records: the seats must be exactly the match's
+    extra = copy.deepcopy(bundle)
+    stranger = {"engine_seat": 4, "user_id": str(uuid.uuid4()), "entry_transfer_id": None}
+    extra["seats"].append(stranger)
+    assert _failure(extra) == ("format", "seats")
+    twice = copy.deepcopy(bundle)
+    twice["seats"].append(dict(twice["seats"][0], user_id=str(uuid.uuid4())))
+    assert _failure(twice) == ("format", "seats")
+    shared = copy.deepcopy(bundle)
+    shared["seats"][3]["user_id"] = shared["seats"][0]["user_id"]
+    assert _failure(shared) == ("format", "seats")
+    huge = copy.deepcopy(bundle)
+    huge["rounds"][0]["start_state"]["seats"] = 10**15  # no list of that many seats is built
+    assert _failure(huge) == ("format", "seats")
+
+
 def test_a_settlement_to_the_wrong_player_is_named(bundle):
     loser = next(
         s["user_id"]
@@ -383,6 +416,22 @@ def test_the_offline_verifier_refuses_nan_and_infinity(bundle, tmp_path):
         output = io.StringIO()
         assert offline_main([str(path)], output) == 2
         assert f"{constant} is not a JSON value" in output.getvalue()
+
+
+def test_the_offline_verifier_says_a_document_that_is_no_bundle_is_unreadable(tmp_path):
+    # a JSON document that is not an object, or nested beyond what the parser takes, is an
+    # unreadable file (exit 2 with a message), not a traceback
+    for name, text in (("list", "[1]"), ("null", "null"), ("deep", "[" * 100_000 + "]" * 100_000)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        output = io.StringIO()
+        assert offline_main([str(path)], output) == 2
+        assert output.getvalue().startswith("ERROR cannot read ")
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"format": "raiz/dispute-bundle/1", "table": [1], "subject": [1]}))
+    output = io.StringIO()
+    assert offline_main([str(path)], output) == 1
+    assert output.getvalue().startswith("FAIL round None: format: bundle: malformed")
 
 
 def test_the_offline_verifier_passes_without_msgspec(bundle, tmp_path):
