@@ -174,3 +174,9 @@ def check_money(
             f"the table shows winner {shown.get('winner_user_id')} paid {shown_payouts}, the "
             f"ledger paid {winner} {payouts[0]}",
         )
+    if shown.get("pool_cents") != pool or shown.get("fee_cents") != fee:
+        raise _fail(
+            "table result",
+            f"the table shows a pool of {shown.get('pool_cents')} and a fee of "
+            f"{shown.get('fee_cents')} centavos, the ledger's are {pool} and {fee}",
+        )

@@ -1,7 +1,9 @@
 """The signed record of a finished round, and the public formulas the verifier re-derives.
 
 Pure (stdlib only).  A round's **record** is everything a signature vouches for: the table's
-game, preset and options; the round's id, number and start-state hash; the RNG round, its
+game, preset and options, and its money terms (currency, entry, fee snapshot: with them the
+verifier derives every amount and account of the match's money, so the signatures bind the
+money too); the round's id, number and start-state hash; the RNG round, its
 version, commitment, revealed seed, client seeds and any test-only fixed streams; the length
 and last hash of the round's log (the hash chain binds every entry, so this binds every
 event); the final state hash, the summary and the end time.  Its hash,
@@ -19,6 +21,7 @@ from app.tables.roundlog import canonical_json
 
 __all__ = (
     "ACCOUNT_NAMESPACE",
+    "LEGACY_RECORD_FORMAT",
     "RECORD_FORMAT",
     "account_id",
     "record_hash",
@@ -26,7 +29,12 @@ __all__ = (
     "split_pool",
 )
 
-RECORD_FORMAT: Final = "raiz/round-record/1"
+RECORD_FORMAT: Final = "raiz/round-record/2"
+"""Rounds signed since 2026-11-30: the table part carries the money terms."""
+LEGACY_RECORD_FORMAT: Final = "raiz/round-record/1"
+"""Rounds signed before: the table part is game, preset and options only.  The verifier
+rebuilds this form only for a round whose stored record names it; a round signed in the
+current form cannot be passed off as a legacy one (its signature covers the other hash)."""
 ACCOUNT_NAMESPACE: Final = uuid.UUID("6f1d3c52-8b0e-4c1a-9f7e-2d4b5a6c7e80")
 """The ledger's account-id namespace (docs/ledger.md): ids are derived, not looked up."""
 FEE_BPS_DENOMINATOR: Final = 10_000
@@ -49,16 +57,25 @@ def round_record(
     final_state_hash: str,
     summary: Mapping[str, Any],
     ended_at: str,
+    record_format: str = RECORD_FORMAT,
 ) -> dict[str, Any]:
-    """The record of one finished round (``table``: id, game, preset, options)."""
+    """The record of one finished round (``table``: id, game, preset, options, and for the
+    current format currency, entry_cents and fee_bps)."""
+    table_part: dict[str, Any] = {
+        "id": str(table["id"]),
+        "game": table["game"],
+        "preset": table["preset"],
+        "options": dict(table["options"]),
+    }
+    if record_format != LEGACY_RECORD_FORMAT:
+        table_part.update(
+            currency=table["currency"],
+            entry_cents=table["entry_cents"],
+            fee_bps=table["fee_bps"],
+        )
     return {
-        "format": RECORD_FORMAT,
-        "table": {
-            "id": str(table["id"]),
-            "game": table["game"],
-            "preset": table["preset"],
-            "options": dict(table["options"]),
-        },
+        "format": record_format,
+        "table": table_part,
         "round": {"id": round_id, "number": number, "start_state_hash": start_state_hash},
         "rng": {
             "round_id": rng_round_id,

@@ -77,6 +77,9 @@ def table_fields(table: Table) -> dict[str, Any]:
         "game": table.game,
         "preset": table.preset,
         "options": table.options,
+        "currency": table.currency,
+        "entry_cents": table.entry_cents,
+        "fee_bps": table.fee_bps,
     }
 
 

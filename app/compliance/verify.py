@@ -45,7 +45,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.compliance.merkle import leaf_hash, verify_inclusion
-from app.compliance.record import record_hash, round_record
+from app.compliance.record import (
+    LEGACY_RECORD_FORMAT,
+    RECORD_FORMAT,
+    record_hash,
+    round_record,
+)
 from app.compliance.signing import checkpoint_message, round_message, verify_signature
 from app.games.canonical import FAST_ENCODE, canonical_json_unchecked
 from app.games.errors import GameError
@@ -592,7 +597,9 @@ def _final_state(round_: Mapping[str, Any], match: Any, events: Sequence[dict[st
     return finished
 
 
-def signed_record(table: Mapping[str, Any], round_: Mapping[str, Any]) -> dict[str, Any]:
+def signed_record(
+    table: Mapping[str, Any], round_: Mapping[str, Any], record_format: str = RECORD_FORMAT
+) -> dict[str, Any]:
     """The record of a bundle round (what its signature must cover)."""
     rng = round_["rng"]
     result = round_["result"]
@@ -612,6 +619,7 @@ def signed_record(table: Mapping[str, Any], round_: Mapping[str, Any]) -> dict[s
         final_state_hash=result["final_state_hash"],
         summary=result["summary"],
         ended_at=result["ended_at"],
+        record_format=record_format,
     )
 
 
@@ -621,8 +629,10 @@ def _signature(
     signature = round_.get("signature")
     if not signature:
         raise VerificationFailed("signature", "signature", "the round is not signed")
-    record = signed_record(table, round_)
-    if signature.get("record") is not None and signature["record"] != record:
+    stored = signature.get("record")
+    legacy = isinstance(stored, Mapping) and stored.get("format") == LEGACY_RECORD_FORMAT
+    record = signed_record(table, round_, LEGACY_RECORD_FORMAT if legacy else RECORD_FORMAT)
+    if stored is not None and stored != record:
         raise VerificationFailed(
             "signature",
             "record",

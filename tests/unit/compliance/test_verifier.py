@@ -387,6 +387,61 @@ def test_a_settlement_to_the_wrong_player_is_named(bundle):
     assert _failure(bundle) == ("money", f"settlement settle:{bundle['table']['id']}")
 
 
+def test_a_bundle_with_other_money_terms_fails_on_the_signatures(bundle):
+    """The same match recorded with no fee: its money section is consistent in itself, so
+    only the signed records (which carry currency, entry and fee since round-record/2) can
+    tell a forger's fee-free copy from the real bundle."""
+    from app.compliance.synthetic import SyntheticTable
+
+    options = resolve_options("cacheta-raiz", {"lives": 4})
+    free = SyntheticTable(options, 4, signer=SIGNER, index=3, fee_bps=0).play().bundle()
+    assert verify_bundle(free).ok  # the honest fee-free table, signed as such
+    assert [r["id"] for r in free["rounds"]] == [r["id"] for r in bundle["rounds"]]
+    forged = copy.deepcopy(bundle)
+    forged["table"], forged["money"] = free["table"], free["money"]
+    assert forged["table"]["fee_bps"] == 0 and bundle["table"]["fee_bps"] > 0
+    assert _failure(forged, public_keys={"dev1": SIGNER.public_key}) == ("signature", "record")
+    for round_ in forged["rounds"]:
+        del round_["signature"]["record"]  # no stored record: the signature itself refuses
+    assert _failure(forged, public_keys={"dev1": SIGNER.public_key}) == (
+        "signature",
+        "record hash",
+    )
+
+
+def test_a_round_signed_in_the_legacy_format_still_verifies(bundle):
+    """Rounds signed before round-record/2 (no money terms) keep verifying; naming the legacy
+    format does not help a current round."""
+    from app.compliance.record import LEGACY_RECORD_FORMAT
+
+    legacy = copy.deepcopy(bundle)
+    for round_ in legacy["rounds"]:
+        record = signed_record(legacy["table"], round_, LEGACY_RECORD_FORMAT)
+        assert set(record["table"]) == {"id", "game", "preset", "options"}
+        digest = record_hash(record)
+        round_["signature"] = {
+            "key_id": SIGNER.key_id,
+            "signature": SIGNER.sign(round_message(digest)).hex(),
+            "record_hash": digest.hex(),
+            "record": record,
+        }
+    assert verify_bundle(legacy, public_keys={"dev1": SIGNER.public_key}).ok
+    downgraded = copy.deepcopy(bundle)
+    round_ = downgraded["rounds"][0]
+    round_["signature"]["record"] = signed_record(downgraded["table"], round_, LEGACY_RECORD_FORMAT)
+    round_["signature"]["record_hash"] = record_hash(round_["signature"]["record"]).hex()
+    assert _failure(downgraded, public_keys={"dev1": SIGNER.public_key}) == (
+        "signature",
+        "signature",
+    )
+
+
+@pytest.mark.parametrize("field", ["pool_cents", "fee_cents"])
+def test_a_displayed_pool_or_fee_the_ledger_did_not_take_is_named(bundle, field):
+    bundle["table"]["result"][field] += 1
+    assert _failure(bundle) == ("money", "table result")
+
+
 def test_the_offline_verifier_prints_pass_or_fail_and_exits_accordingly(bundle, tmp_path):
     path = tmp_path / "bundle.json"
     path.write_text(json.dumps(bundle))
