@@ -33,7 +33,7 @@ from app.compliance.controllers import (
     PlayerHandsController,
 )
 from app.compliance.monitor import AuditMonitor
-from app.compliance.signatures import check_signing_settings
+from app.compliance.signatures import check_active_key, check_signing_settings
 from app.config import Settings, get_settings
 from app.db import Database
 from app.db.embedded import ensure_database_async, resolve_database_url_sync
@@ -137,6 +137,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if embedded:
             await ensure_database_async(url)
+        await check_active_key(db, settings)
         update_pool_gauges(db.engine, capacity)
         build_scheduler(
             runner,

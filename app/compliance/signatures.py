@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.compliance.models import RoundSignature, SigningKey
 from app.compliance.record import record_hash, round_record
@@ -24,10 +26,21 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.config import Settings
+    from app.db import Database
     from app.tables.models import Round, RoundResult, Table
     from rng.service import RngService
 
-__all__ = ("check_signing_settings", "register_key", "sign_round", "signer_for", "table_fields")
+__all__ = (
+    "check_active_key",
+    "check_signing_settings",
+    "register_key",
+    "sign_round",
+    "signer_for",
+    "table_fields",
+)
+
+
+logger = structlog.get_logger("raiz.compliance")
 
 
 @functools.lru_cache(maxsize=8)
@@ -68,6 +81,30 @@ async def register_key(session: AsyncSession, signer: Signer) -> None:
     )
     if stored is not None and bytes(stored) != signer.public_key:
         raise RuntimeError(f"signing key id {signer.key_id!r} is registered with another key")
+
+
+async def check_active_key(database: Database, settings: Settings) -> None:
+    """At start-up: a key id already registered with another public key stops the service
+    (``ConfigurationError``) instead of failing the last transaction of every round.  The
+    key itself is registered when it first signs; a database that does not answer yet is
+    left to the readiness probe."""
+    from app.config import ConfigurationError
+
+    signer = signer_for(settings)
+    try:
+        async with database.session() as session:
+            stored = await session.scalar(
+                select(SigningKey.public_key).where(SigningKey.key_id == signer.key_id)
+            )
+    except (OSError, SQLAlchemyError) as error:
+        logger.warning("signing_key_not_checked", error=type(error).__name__)
+        return
+    if stored is not None and bytes(stored) != signer.public_key:
+        msg = (
+            f"RAIZ_SIGNING_ACTIVE_KEY_ID is unusable: signing key id {signer.key_id!r} is "
+            "registered with another key (a key id is never re-used)"
+        )
+        raise ConfigurationError(msg)
 
 
 def table_fields(table: Table) -> dict[str, Any]:

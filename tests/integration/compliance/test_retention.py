@@ -57,3 +57,30 @@ async def test_the_active_public_key_is_published_before_it_first_signs(client):
         ("dev1", True, None)
     ]
     assert len(bytes.fromhex(keys[0]["public_key"])) == 32
+
+
+async def test_a_key_id_registered_with_another_key_stops_the_service_at_start(database_url):
+    # A key id is never re-used: found at start-up, not in the last transaction of every
+    # round (which would stop every table at its first round end).
+    from litestar.testing import AsyncTestClient
+
+    from app.config import ConfigurationError
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "INSERT INTO game.signing_keys (key_id, algorithm, public_key, created_at) "
+            "VALUES ('dev1', 'ed25519', $1, now())",
+            b"\x01" * 32,
+        )
+    finally:
+        await connection.close()
+    with pytest.raises(BaseException) as raised:  # the lifespan's task group wraps it
+        async with AsyncTestClient(app=create_app(make_settings(database_url))):
+            pass
+    error = raised.value
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    assert isinstance(error, ConfigurationError) and "'dev1'" in str(error)
