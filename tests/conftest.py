@@ -199,6 +199,19 @@ async def client(settings: Settings) -> AsyncIterator[object]:
         yield test_client
 
 
+@pytest.fixture
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A click runner for ``raiz`` commands on this test's database (``DATABASE_URL``)."""
+    from click.testing import CliRunner
+
+    from app.config import get_settings
+
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> Iterator[str]:
     yield "asyncio"

@@ -6,19 +6,8 @@ import asyncio
 import uuid
 
 import asyncpg
-import pytest
-from click.testing import CliRunner
 
 from app.cli import main
-from app.config import get_settings
-
-
-@pytest.fixture
-def cli(database_url, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 def _sql(database_url: str, query: str, *args):

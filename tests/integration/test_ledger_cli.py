@@ -7,20 +7,10 @@ import uuid
 
 import asyncpg
 import pytest
-from click.testing import CliRunner
 
 from app.cli import main
-from app.config import get_settings
 from app.db import Database
 from ledger import Ledger
-
-
-@pytest.fixture
-def cli(database_url, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 def _some_money(database_url: str, settings) -> None:

@@ -81,7 +81,10 @@ def _rechain_and_resign(bundle, round_, signer=SIGNER) -> None:
         entry["hash"] = previous.hex()
     round_["result"]["last_hash"] = previous.hex()
     round_["result"]["entries"] = len(round_["log"])
-    record = signed_record(bundle["table"], round_)
+    _sign(round_, signed_record(bundle["table"], round_), signer)
+
+
+def _sign(round_, record, signer=SIGNER) -> None:
     digest = record_hash(record)
     round_["signature"] = {
         "key_id": signer.key_id,
@@ -418,13 +421,7 @@ def test_a_round_signed_in_the_legacy_format_still_verifies(bundle):
     for round_ in legacy["rounds"]:
         record = signed_record(legacy["table"], round_, LEGACY_RECORD_FORMAT)
         assert set(record["table"]) == {"id", "game", "preset", "options"}
-        digest = record_hash(record)
-        round_["signature"] = {
-            "key_id": SIGNER.key_id,
-            "signature": SIGNER.sign(round_message(digest)).hex(),
-            "record_hash": digest.hex(),
-            "record": record,
-        }
+        _sign(round_, record)
     assert verify_bundle(legacy, public_keys={"dev1": SIGNER.public_key}).ok
     downgraded = copy.deepcopy(bundle)
     round_ = downgraded["rounds"][0]
