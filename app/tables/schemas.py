@@ -13,7 +13,8 @@ ActionId = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=64,
-        pattern=r"^[A-Za-z0-9._:-]+$",
+        # (?!\n): Python's $ also matches before a final newline ("a-1\n" is another id)
+        pattern=r"^[A-Za-z0-9._:-]+(?!\n)$",
         description="Chosen by the client; a retry with the same id is not applied twice.",
     ),
 ]
@@ -45,7 +46,7 @@ class ClientSeedRequest(msgspec.Struct, forbid_unknown_fields=True):
     """A player's own contribution to the next deal's randomness."""
 
     client_seed_hex: Annotated[
-        str, msgspec.Meta(min_length=2, max_length=128, pattern=r"^([0-9a-fA-F]{2})+$")
+        str, msgspec.Meta(min_length=2, max_length=128, pattern=r"^([0-9a-fA-F]{2})+(?!\n)$")
     ]
 
 

@@ -108,6 +108,13 @@ async def test_stale_out_of_turn_and_broken_actions_change_nothing(client, setti
         headers=auth(game.spectator),
     )
     assert_error(response, 403, "not_seated")
+    for action_id in ("", "a b", "draw-1\n", "x" * 65):  # the id is checked before the table
+        response = await client.post(
+            f"/tables/{game.id}/actions",
+            json={"action_id": action_id, "action": {"type": "draw_stock"}},
+            headers=auth(game.token(0)),
+        )
+        assert_error(response, 400, "validation_error")
     await unchanged(game, before)
 
     await game.act(0, "draw_stock")

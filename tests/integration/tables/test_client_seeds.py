@@ -139,6 +139,7 @@ async def test_client_seeds_mix_by_seat_whatever_their_arrival_and_refusals_chan
     assert_error(await add_seed(game, game.spectator, "c3"), 403, "not_seated")
     assert_error(await add_seed(game, game.operator, "c3"), 403, "forbidden")
     assert_error(await add_seed(game, game.token(1), "c"), 400, "validation_error")
+    assert_error(await add_seed(game, game.token(1), "c3\n"), 400, "validation_error")
     missing = await client.post(
         f"/tables/{uuid.uuid4()}/client-seed",
         json={"client_seed_hex": "c3"},
