@@ -207,9 +207,7 @@ class DeadlineRunner:
                 .values(attempts=Deadline.attempts + 1)
                 .returning(Deadline.attempts)
             )
-            if attempts is None:
-                pass  # no longer pending: an operator's command got there first
-            elif attempts >= MAX_ATTEMPTS:
+            if attempts is not None and attempts >= MAX_ATTEMPTS:
                 await session.execute(
                     update(Deadline)
                     .where(Deadline.id == deadline_id)
@@ -218,9 +216,10 @@ class DeadlineRunner:
                 DEADLINES_FIRED.labels(kind, "failed").inc()
                 logger.error("deadline_parked", deadline_id=deadline_id, kind=kind)
             else:
-                retry_at = utcnow() + dt.timedelta(seconds=retry_delay_s(attempts))
-                await session.execute(
-                    update(Deadline).where(Deadline.id == deadline_id).values(retry_at=retry_at)
-                )
+                if attempts is not None:  # (None: handled meanwhile, nothing to wait for)
+                    retry_at = utcnow() + dt.timedelta(seconds=retry_delay_s(attempts))
+                    await session.execute(
+                        update(Deadline).where(Deadline.id == deadline_id).values(retry_at=retry_at)
+                    )
                 DEADLINES_FIRED.labels(kind, "error").inc()
             await session.commit()

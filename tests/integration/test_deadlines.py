@@ -182,7 +182,7 @@ async def test_failed_deadlines_are_counted_and_an_operator_puts_them_back(datab
     assert await _statuses(database) == [("fired", 0)] * 3
 
 
-async def test_the_app_scheduler_fires_deadlines_in_the_background(settings):
+async def test_the_app_scheduler_fires_deadlines_in_the_background(settings, database):
     from litestar.testing import AsyncTestClient
 
     from app.main import create_app
@@ -197,7 +197,8 @@ async def test_the_app_scheduler_fires_deadlines_in_the_background(settings):
     app = create_app(make_settings(settings.database_url, scheduler_poll_interval_s=0.05))
     app.state.deadline_runner.register("test", handler)
     async with AsyncTestClient(app=app):
-        await _add(app.state.database, 1, due_in_s=0.2)
+        # written through this test's own pool: the app's pool belongs to the app's loop
+        await _add(database, 1, due_in_s=0.2)
         await asyncio.wait_for(fired.wait(), timeout=5)
 
 
