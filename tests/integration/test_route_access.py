@@ -111,9 +111,9 @@ async def test_every_route_has_an_access_decision(client):
 
 async def test_each_guard_admits_exactly_the_callers_of_the_access_table(client, settings):
     tokens: dict[str | None, str | None] = {None: None}
-    for role in ROLES:
-        await create_user(settings, f"access_{role}", role=role)
-        tokens[role] = await login(client, f"access_{role}")
+    for name in ROLES:
+        await create_user(settings, f"access_{name}", role=name)
+        tokens[name] = await login(client, f"access_{name}")
     wrong: list[str] = []
     calls = sorted((key for key in ACCESS if key[0] != "WS"), key=lambda key: key in LAST)
     for method, path in calls:
