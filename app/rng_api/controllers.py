@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from litestar import Controller, get, post
+from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from app.accounts.auth import PUBLIC_OPT_KEY
+from app.api.strict import strict_body
 from app.errors import UnprocessableError
 from app.rng_api.schemas import AlgorithmRead, RoundRead, VerifyRequest, VerifyResult
 from rng.algorithms import ALGORITHMS
@@ -43,12 +45,16 @@ class RngController(Controller):
         status_code=HTTP_200_OK,
         opt={PUBLIC_OPT_KEY: True},
     )
-    async def verify(self, data: JSONBody[VerifyRequest]) -> VerifyResult:
+    async def verify(
+        self, request: Request[Any, Any, Any], data: JSONBody[VerifyRequest]
+    ) -> VerifyResult:
         """Check a revealed seed against its commitment and recompute the deck order.
 
         Pure computation, no database: the same as ``python -m rng.verify``. A seed that does
-        not match is refused with ``commitment_mismatch`` (422).
+        not match is refused with ``commitment_mismatch`` (422). Sizes and counts are JSON
+        integers (``"104"`` or ``104.0`` is a 400, as on the command line).
         """
+        data = await strict_body(request, VerifyRequest)
         try:
             result = verify_round(
                 data.commitment,

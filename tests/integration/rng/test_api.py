@@ -150,6 +150,12 @@ async def test_algorithms_are_public(client):
         ({"client_seeds": ["aa"] * 17}, 400, "validation_error"),
         ({"player_count": 65}, 400, "validation_error"),
         ({"unknown": 1}, 400, "validation_error"),
+        # a number is a JSON number: no string or float stands in for one
+        ({"deck_size": "52"}, 400, "validation_error"),
+        ({"deck_size": 52.0}, 400, "validation_error"),
+        ({"player_count": "4"}, 400, "validation_error"),
+        ({"reshuffle_sizes": ["5"]}, 400, "validation_error"),
+        ({"reshuffle_sizes": [5.0]}, 400, "validation_error"),
     ],
 )
 async def test_verify_refusals(client, body, status, code):

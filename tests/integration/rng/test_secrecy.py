@@ -9,6 +9,7 @@ derives, is held to the same standard.
 from __future__ import annotations
 
 import logging
+import random
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from app.logging import configure_logging
 from rng.sealing import SealingError
 from rng.service import RngServiceError
 from rng.streams import mix_client_seeds
+from tests.helpers import auth
 from tests.integration.rng.conftest import new_table, seed_forms
 
 pytestmark = pytest.mark.asyncio
@@ -41,9 +43,10 @@ class CollectingHandler(logging.Handler):
 
 @contextmanager
 def every_log_record() -> Iterator[CollectingHandler]:
-    """JSON logs at DEBUG (SQLAlchemy logs each statement and its parameters too)."""
+    """JSON logs at DEBUG (SQLAlchemy logs each statement too, with its parameters hidden)."""
     root = logging.getLogger()
-    # SQLAlchemy sets its own logger to WARNING; INFO makes it log statements and parameters.
+    # SQLAlchemy sets its own logger to WARNING; INFO makes it log its statements (and their
+    # parameters, were they not hidden).
     sql = logging.getLogger("sqlalchemy.engine")
     previous_levels = root.level, sql.level
     configure_logging("DEBUG", json=True)
@@ -124,10 +127,12 @@ async def test_no_seed_in_logs_errors_metrics_or_public_records_before_the_revea
     assert leaks(mixed, artefacts) == []
     # The scan can see a seed: after the reveal the public record shows it.
     assert leaks(seed, [repr(revealed)]) != []
-    # SQLAlchemy did log statements and parameters, so the log scan was not vacuous: the
-    # reveal's INSERT shows the seed among its parameters.
+    # SQLAlchemy did log the statements, and never their parameters: not even the reveal's
+    # INSERT, whose parameter is the (by then public) seed, shows it.
     assert any("INSERT INTO rng.rounds" in line for line in logged_before)
-    assert leaks(seed, handler.lines[before_reveal:]) != []
+    assert any("INSERT INTO rng.reveals" in line for line in handler.lines[before_reveal:])
+    assert any("SQL parameters hidden" in line for line in handler.lines)
+    assert leaks(seed, handler.lines) == []
 
 
 async def test_no_column_of_any_table_holds_the_seed_before_the_reveal(rng_transaction, raw):
@@ -171,3 +176,47 @@ async def every_value(raw) -> list[object]:
         for row in await raw.fetch(f'SELECT * FROM "{table["schemaname"]}"."{table["tablename"]}"'):
             values.extend(row.values())
     return values
+
+
+async def test_a_database_error_while_dealing_logs_no_card_of_the_deal(client, settings):
+    """A statement that fails while a deal is being recorded (a statement timeout, a
+    deadlock, a dropped connection...) is logged with its traceback; the deck it was writing
+    (the ``chance`` entry, the ``dealt`` event, the table's state) must not be in that log
+    line, because the round is still in play: SQLAlchemy's error message would otherwise carry
+    the statement's parameters."""
+    from tests.integration.tables.helpers import create_table, operator, player
+    from tests.integration.tables.scenario import fix_streams, seat, sql
+
+    deal = random.Random(2026).sample(range(104), 104)
+    op = await operator(client, settings)
+    (_, first), (_, second) = [
+        await player(client, settings, name, 1_000, op) for name in ("ana", "bia")
+    ]
+    table = await create_table(client, first, seat_count=2, entry_cents=100)
+    await seat(client, first, table["id"])
+    await fix_streams(settings, table["id"], 1, dealer=0, permutation=deal)
+    # The database refuses the deal's log entry, as a failing statement would.
+    await sql(
+        settings,
+        "CREATE FUNCTION test_refuse_deal() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.kind = 'chance' AND NEW.body ->> 'label' = 'deal' THEN "
+        "RAISE EXCEPTION 'test: the deal entry is refused'; END IF; RETURN NEW; END $$",
+    )
+    await sql(
+        settings,
+        "CREATE TRIGGER test_refuse_deal BEFORE INSERT ON game.round_log "
+        "FOR EACH ROW EXECUTE FUNCTION test_refuse_deal()",
+    )
+    root = logging.getLogger()
+    handler = CollectingHandler(root.handlers[0].formatter)
+    root.addHandler(handler)
+    try:
+        response = await client.post(f"/tables/{table['id']}/seat", headers=auth(second))
+    finally:
+        root.removeHandler(handler)
+    assert response.status_code == 500, response.text
+    # The failure was logged with its traceback, so the scan below looks at the error.
+    assert any("the deal entry is refused" in line for line in handler.lines)
+    runs = [", ".join(map(str, deal[i : i + 4])) for i in range(len(deal) - 3)]
+    leaked = [line for line in handler.lines if any(run in line for run in runs)]
+    assert leaked == []
