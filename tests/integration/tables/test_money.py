@@ -181,6 +181,26 @@ async def test_withdrawals_racing_seats_never_overdraw_the_wallet(client, settin
     assert await statement_size(client, payer) == 1 + 2
 
 
+async def test_a_cancel_reason_holding_a_nul_character_is_a_400_and_changes_nothing(
+    client, settings
+):
+    """The reason is kept in the table's result (jsonb), which cannot hold U+0000: refused up
+    front, not a 500 from PostgreSQL."""
+    op, [(_, a), (_, b)] = await people(client, settings, 2)
+    table = await create_table(client, a, seat_count=3, entry_cents=ENTRY)
+    for token in (a, b):
+        assert (await seat(client, token, table["id"])).status_code == 201
+    before = await view(client, b, table["id"])
+    for canceller in (a, op):
+        response = await client.post(
+            f"/tables/{table['id']}/cancel", json={"reason": "typo\u0000"}, headers=auth(canceller)
+        )
+        assert_error(response, 400, "validation_error")
+    assert await view(client, b, table["id"]) == before
+    assert [await balance(client, token) for token in (a, b)] == [500, 500]
+    assert (await account(client, op, "table_escrow", table["id"]))["balance_cents"] == 2 * ENTRY
+
+
 async def test_a_player_who_did_not_create_the_table_cannot_cancel_it(client, settings):
     _, [(_, a), (_, b)] = await people(client, settings, 2)
     table = await create_table(client, a, seat_count=3, entry_cents=ENTRY)
@@ -347,6 +367,17 @@ async def test_a_fee_rate_that_is_not_a_json_integer_is_refused(client, settings
     op = await operator(client, settings)
     response = await client.post(
         "/admin/fee-rates", json={"fee_bps": fee_bps, "reason": "typo"}, headers=auth(op)
+    )
+    assert_error(response, 400, "validation_error")
+    history = (await client.get("/admin/fee-rates", headers=auth(op))).json()
+    assert [rate["fee_bps"] for rate in history] == [1_000]
+
+
+async def test_a_fee_rate_reason_holding_a_nul_character_is_a_400(client, settings):
+    """The reason is a text column, which cannot hold U+0000: refused, not a 500."""
+    op = await operator(client, settings)
+    response = await client.post(
+        "/admin/fee-rates", json={"fee_bps": 2_000, "reason": "typo\u0000"}, headers=auth(op)
     )
     assert_error(response, 400, "validation_error")
     history = (await client.get("/admin/fee-rates", headers=auth(op))).json()
