@@ -94,21 +94,25 @@ class TableService:
         self, *, status: str | None, limit: int, offset: int
     ) -> list[tuple[Table, int]]:
         """Tables (newest first) with their occupied-seat counts."""
+        page = select(Table.id, Table.created_at)
+        if status is not None:
+            page = page.where(Table.status == status)
+        chosen = (
+            page.order_by(Table.created_at.desc(), Table.id).limit(limit).offset(offset).subquery()
+        )
+        # Seats are counted for the page's tables only (``ix_seats_table_id``): grouping every
+        # seat ever taken made each listing read the whole seats table.
         seated = (
-            select(Seat.table_id, func.count().label("seated"))
-            .where(Seat.left_at.is_(None))
-            .group_by(Seat.table_id)
-            .subquery()
+            select(func.count())
+            .where(Seat.table_id == chosen.c.id, Seat.left_at.is_(None))
+            .correlate(chosen)
+            .scalar_subquery()
         )
         query = (
-            select(Table, func.coalesce(seated.c.seated, 0))
-            .outerjoin(seated, seated.c.table_id == Table.id)
-            .order_by(Table.created_at.desc(), Table.id)
-            .limit(limit)
-            .offset(offset)
+            select(Table, seated)
+            .join(chosen, chosen.c.id == Table.id)
+            .order_by(chosen.c.created_at.desc(), chosen.c.id)
         )
-        if status is not None:
-            query = query.where(Table.status == status)
         return [(table, int(count)) for table, count in (await self._session.execute(query))]
 
     # --- creating ----------------------------------------------------------------------------
