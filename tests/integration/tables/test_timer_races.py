@@ -173,3 +173,22 @@ async def test_a_discard_racing_its_turn_timeout_discards_once(client, settings,
         ]
     seqs = await log_seqs(game)
     assert [seq for _, seq in seqs] == list(range(1, len(seqs) + 1))
+
+
+# --- secrets while frozen -----------------------------------------------------------------------
+async def test_a_secret_decision_on_a_frozen_table_changes_nobody_elses_view(client, settings):
+    """RULES.md §3: decisions are secret until the dealer decides, and not even *that* a
+    player decided may show (docs/tables.md, Realtime).  A frozen table (one player left
+    connected) is still watched by spectators and by players who poll without a heartbeat:
+    the connected player's decision must not bump the step or show events to them."""
+    game = await three_players(client, settings)
+    async with clock(settings) as timers:
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(game, 0)
+        assert await timers.sweeper.sweep() == 1
+    assert (await game.view(None))["frozen"] is True
+    before = {other: await game.view(other) for other in (1, 2, None)}
+    mine = await game.decide(0, True)
+    assert mine["game_view"]["round"]["my_decision"] is True
+    for other in (1, 2, None):
+        assert await game.view(other) == before[other], other
