@@ -23,7 +23,14 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 if TYPE_CHECKING:
-    from litestar.types import ExceptionHandlersMap, Receive, Scope, Send
+    from litestar.types import (
+        ExceptionHandlersMap,
+        Receive,
+        Scope,
+        Send,
+        WebSocketAcceptEvent,
+        WebSocketCloseEvent,
+    )
 
 __all__ = (
     "AppError",
@@ -214,14 +221,14 @@ async def close_websocket_with_error(
     message = await receive()
     if message["type"] != "websocket.connect":  # the client went away
         return
-    await send({"type": "websocket.accept"})
-    await send(
-        {
-            "type": "websocket.close",
-            "code": 4000 + response.status_code,
-            "reason": str(body.get("code", "internal_error")),
-        }
-    )
+    accept: WebSocketAcceptEvent = {"type": "websocket.accept", "subprotocol": None, "headers": []}
+    close: WebSocketCloseEvent = {
+        "type": "websocket.close",
+        "code": 4000 + (response.status_code or HTTP_500_INTERNAL_SERVER_ERROR),
+        "reason": str(body.get("code", "internal_error")),
+    }
+    await send(accept)
+    await send(close)
 
 
 def _response_for(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
