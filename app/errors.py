@@ -23,7 +23,14 @@ from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 if TYPE_CHECKING:
-    from litestar.types import ExceptionHandlersMap, Receive, Scope, Send
+    from litestar.types import (
+        ExceptionHandlersMap,
+        Receive,
+        Scope,
+        Send,
+        WebSocketAcceptEvent,
+        WebSocketCloseEvent,
+    )
 
 __all__ = (
     "AppError",
@@ -194,10 +201,40 @@ async def send_error_response(scope: Scope, receive: Receive, send: Send, exc: E
     the request id header and the request metrics would miss them.
     """
     request: Request[Any, Any, Any] = Request(scope, receive)
+    response = _response_for(request, exc)
+    await response.to_asgi_response(app=None, request=request)(scope, receive, send)
+
+
+async def close_websocket_with_error(
+    scope: Scope, receive: Receive, send: Send, exc: Exception
+) -> None:
+    """Refuse a WebSocket the way the exception handlers answer a request: close code
+    ``4000 + status`` (4401 for a missing, unknown, expired or revoked token) and the error's
+    code as the reason.
+
+    The socket is accepted first: a close before the handshake is answered by the server
+    with a bare HTTP 403 (no code reaches the client), and Litestar's own handling closes
+    with 4500, a server error, whatever the cause.
+    """
+    response = _response_for(Request(scope, receive), exc)
+    body = response.content if isinstance(response.content, dict) else {}
+    message = await receive()
+    if message["type"] != "websocket.connect":  # the client went away
+        return
+    accept: WebSocketAcceptEvent = {"type": "websocket.accept", "subprotocol": None, "headers": []}
+    close: WebSocketCloseEvent = {
+        "type": "websocket.close",
+        "code": 4000 + (response.status_code or HTTP_500_INTERNAL_SERVER_ERROR),
+        "reason": str(body.get("code", "internal_error")),
+    }
+    await send(accept)
+    await send(close)
+
+
+def _response_for(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     handlers = exception_handlers()
     handler = next((handlers[kind] for kind in type(exc).__mro__ if kind in handlers), _internal)
-    response = handler(request, exc)
-    await response.to_asgi_response(app=None, request=request)(scope, receive, send)
+    return handler(request, exc)
 
 
 def exception_handlers() -> ExceptionHandlersMap:

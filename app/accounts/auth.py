@@ -9,7 +9,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 
 from app.accounts.service import AccountService, Principal
-from app.errors import send_error_response
+from app.errors import close_websocket_with_error, send_error_response
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,13 +51,17 @@ class BearerAuthMiddleware(AbstractAuthenticationMiddleware):
     """Resolves ``Authorization: Bearer <token>`` to a :class:`Principal`.
 
     A refusal (401, or 503 when the database pool is exhausted) is answered here, inside
-    the request-id and Prometheus middlewares, so both see it.
+    the request-id and Prometheus middlewares, so both see it; a WebSocket is closed with
+    ``4000 + status`` (4401, 4503) and the error's code as the reason.
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         except _AuthenticationFailed as failed:
+            if scope["type"] == ScopeType.WEBSOCKET:
+                await close_websocket_with_error(scope, receive, send, failed.error)
+                return
             if scope["type"] != ScopeType.HTTP:
                 raise failed.error from None
             await send_error_response(scope, receive, send, failed.error)

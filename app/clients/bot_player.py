@@ -29,6 +29,8 @@ TERMINAL_STATUSES = frozenset({"finished", "cancelled"})
 """Table statuses after which a bot stops."""
 NOT_FOUND_CLOSE_CODE = 4404
 """The table socket's close code for a table that does not exist."""
+UNAUTHORIZED_CLOSE_CODE = 4401
+"""The table socket's close code for a missing, unknown, expired or revoked token."""
 RETRY_DELAYS_S = (0.1, 0.25, 0.5, 1.0, 2.0)
 """Pauses between attempts to post one action (same action id) or to reconnect."""
 
@@ -110,6 +112,8 @@ class RemoteBotPlayer:
                 except ConnectionClosed as error:
                     if error.rcvd is not None and error.rcvd.code == NOT_FOUND_CLOSE_CODE:
                         raise BotPlayerError("the table does not exist") from None
+                    if error.rcvd is not None and error.rcvd.code == UNAUTHORIZED_CLOSE_CODE:
+                        raise BotPlayerError("the table socket refused our token") from None
                 except (OSError, TimeoutError):
                     pass
                 self.stats.reconnects += 1

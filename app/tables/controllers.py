@@ -70,7 +70,9 @@ class TableController(Controller):
         request: AnyRequest,
         db_session: DbSession,
         status: Annotated[
-            str | None, Parameter(pattern="^(open|running|finished|cancelled)$")
+            str | None,
+            # (?!\n): Python's $ also matches before a final newline ("open\n" listed nothing)
+            Parameter(pattern=r"^(open|running|finished|cancelled)(?!\n)$"),
         ] = None,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=1_000_000)] = 0,

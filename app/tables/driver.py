@@ -316,22 +316,29 @@ class TableDriver:
 
     def _is_private(self) -> bool:
         """Whether this change is seen by its author alone: every event it emitted is hidden
-        from spectators and the running timer is still the one armed before it."""
-        if not self._batch or not self._timer_unchanged():
+        from spectators and the engine's timer is still the one it had before (also while
+        the table is frozen and no timer runs: spectators, and players who poll without a
+        heartbeat, still watch a frozen table)."""
+        if not self._batch or not self._same_engine_timer():
             return False
         events = [self.spec.event_from_dict(event) for event in self._batch]
         return not self.spec.visible_events(events, None)
 
-    def _timer_unchanged(self) -> bool:
-        """Whether the engine's timer is still the one armed before this change (a draw
-        inside a turn, one player's decision, a claim): it keeps its due time."""
-        table = self.table
-        if table.status != "running" or table.frozen_at is not None:
-            return False
-        if self._match is None or table.timer_due_at is None or table.timer_kind == "deal":
+    def _same_engine_timer(self) -> bool:
+        """Whether the engine's timer is still the one it had when the match was loaded (a
+        draw inside a turn, one player's decision, a claim)."""
+        if self.table.status != "running" or self._match is None:
             return False
         deadline = self._match.current_deadline()
         return deadline is not None and deadline.token == self._loaded_token
+
+    def _timer_unchanged(self) -> bool:
+        """Whether the engine's timer is still the one armed before this change: it keeps
+        its due time."""
+        table = self.table
+        if table.frozen_at is not None or table.timer_due_at is None or table.timer_kind == "deal":
+            return False
+        return self._same_engine_timer()
 
     def arm_deadline(self) -> None:
         """Schedule the engine's current timer (if any) as a durable deadline."""

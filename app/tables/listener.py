@@ -74,13 +74,26 @@ class ResilientPgListener(ChannelsBackend):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RECONNECT_MAX_S)
                 continue
-            delay = RECONNECT_MIN_S
             connection.add_termination_listener(self._on_terminated)
-            async with self._lock:
-                self._connection = connection
-                self._lost.clear()
-                for channel in self._wanted:
-                    await connection.add_listener(channel, self._on_notify)
+            try:
+                async with self._lock:
+                    self._connection = connection
+                    self._lost.clear()
+                    for channel in self._wanted:
+                        await connection.add_listener(channel, self._on_notify)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                # The connection died before every LISTEN was issued (a restart, a terminated
+                # backend): start over, rather than let this task end and every socket of
+                # the worker go without views for good.
+                logger.warning("listener_listen_failed", error=type(error).__name__)
+                self._connection = None
+                self._lost.set()
+                with contextlib.suppress(Exception):
+                    connection.terminate()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            delay = RECONNECT_MIN_S
             logger.info("listener_connected", channels=len(self._wanted))
             # A reconnection may have missed notifications: wake every watcher once.
             for channel in self._wanted:

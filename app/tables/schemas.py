@@ -8,6 +8,13 @@ import msgspec
 
 __all__ = ("ActionRequest", "CancelRequest", "ClientSeedRequest", "FeeRateChange", "TableCreate")
 
+FreeText = Annotated[
+    str,
+    # PostgreSQL cannot store U+0000 in text or jsonb: refused here, not a 500 from the write
+    msgspec.Meta(max_length=200, pattern=r"^[^\x00]*$"),
+]
+"""A short note kept in the database (a cancellation's or a fee change's reason)."""
+
 ActionId = Annotated[
     str,
     msgspec.Meta(
@@ -53,11 +60,11 @@ class ClientSeedRequest(msgspec.Struct, forbid_unknown_fields=True):
 class CancelRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Why an open table is cancelled (every entry is refunded)."""
 
-    reason: Annotated[str, msgspec.Meta(max_length=200)] = "cancelled"
+    reason: FreeText = "cancelled"
 
 
 class FeeRateChange(msgspec.Struct, forbid_unknown_fields=True):
     """A new platform fee rate for tables created from now on."""
 
     fee_bps: Annotated[int, msgspec.Meta(ge=0, le=5_000)]
-    reason: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    reason: FreeText = ""

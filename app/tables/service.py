@@ -94,21 +94,25 @@ class TableService:
         self, *, status: str | None, limit: int, offset: int
     ) -> list[tuple[Table, int]]:
         """Tables (newest first) with their occupied-seat counts."""
+        page = select(Table.id, Table.created_at)
+        if status is not None:
+            page = page.where(Table.status == status)
+        chosen = (
+            page.order_by(Table.created_at.desc(), Table.id).limit(limit).offset(offset).subquery()
+        )
+        # Seats are counted for the page's tables only (``ix_seats_table_id``): grouping every
+        # seat ever taken made each listing read the whole seats table.
         seated = (
-            select(Seat.table_id, func.count().label("seated"))
-            .where(Seat.left_at.is_(None))
-            .group_by(Seat.table_id)
-            .subquery()
+            select(func.count())
+            .where(Seat.table_id == chosen.c.id, Seat.left_at.is_(None))
+            .correlate(chosen)
+            .scalar_subquery()
         )
         query = (
-            select(Table, func.coalesce(seated.c.seated, 0))
-            .outerjoin(seated, seated.c.table_id == Table.id)
-            .order_by(Table.created_at.desc(), Table.id)
-            .limit(limit)
-            .offset(offset)
+            select(Table, seated)
+            .join(chosen, chosen.c.id == Table.id)
+            .order_by(chosen.c.created_at.desc(), chosen.c.id)
         )
-        if status is not None:
-            query = query.where(Table.status == status)
         return [(table, int(count)) for table, count in (await self._session.execute(query))]
 
     # --- creating ----------------------------------------------------------------------------
@@ -204,6 +208,7 @@ class TableService:
         if len(seats) >= table.seat_count:
             raise ConflictError("The table is full.", code="table_full")
         self._require_open(table)
+        self._require_fill_time(table)
         taken = {seat.position for seat in seats}
         position = next(index for index in range(table.seat_count) if index not in taken)
         seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)
@@ -283,6 +288,7 @@ class TableService:
         self._require_open(table)
         if principal.user_id != table.creator_id:
             raise ForbiddenError("Only the creator can start the table.", code="not_creator")
+        self._require_fill_time(table)
         seats = await self.active_seats(table.id)
         spec = self._spec(table)
         minimum = spec.min_players(spec.options_from_dict(table.options))
@@ -440,6 +446,17 @@ class TableService:
         if spec is None:  # a table is only created for a playable preset
             raise RuntimeError(f"no game hosts preset {table.preset}")
         return spec
+
+    @staticmethod
+    def _require_fill_time(table: Table) -> None:
+        """A table that did not fill before its deadline is cancelled and refunded (its
+        ``fill`` timer does it): until that timer runs, it takes no seat and does not start."""
+        if utcnow() >= table.fill_deadline_at:
+            raise ConflictError(
+                "The table did not fill before its deadline; it is being cancelled.",
+                code="fill_deadline_passed",
+                details={"fill_deadline_at": table.fill_deadline_at.isoformat()},
+            )
 
     @staticmethod
     def _require_open(table: Table) -> None:

@@ -109,6 +109,38 @@ async def test_the_fill_deadline_cancels_and_refunds_everyone(client, settings):
     assert await balance(client, c) == 1_000
 
 
+async def test_a_table_past_its_fill_deadline_takes_no_seat_and_does_not_start(client, settings):
+    """PRODUCT.md: a table that does not fill before its deadline is refunded.  Until the
+    deadline's timer runs (a lagging scheduler, a handler waiting to retry), the table is
+    still open: a seat there paid an entry, and the last seat or the creator started a match
+    the rules had ended."""
+    op, [(_, a), (_, b), (c_id, c)] = await people(client, settings, 3)
+    table = await create_table(client, a, seat_count=3, entry_cents=ENTRY, fill_deadline_s=600)
+    for token in (a, b):
+        assert (await seat(client, token, table["id"])).status_code == 201
+    # the deadline has passed; its timer has not run yet
+    await sql(
+        settings,
+        "UPDATE game.tables SET fill_deadline_at = now() - interval '1 second' WHERE id = :table",
+        table=uuid.UUID(table["id"]),
+    )
+    before = await view(client, a, table["id"])
+    assert_error(await seat(client, c, table["id"]), 409, "fill_deadline_passed")
+    assert_error(
+        await client.post(f"/tables/{table['id']}/start", headers=auth(a)),
+        409,
+        "fill_deadline_passed",
+    )
+    assert await view(client, a, table["id"]) == before
+    assert before["status"] == "open" and before["seated"] == 2
+    assert [await balance(client, token) for token in (a, b, c)] == [500, 500, 1_000]
+    assert await seat_rows(settings, table["id"], c_id) == 0
+    assert (await account(client, op, "table_escrow", table["id"]))["balance_cents"] == 2 * ENTRY
+    # leaving (or cancelling) is still possible: it refunds, as the deadline will
+    assert (await leave(client, b, table["id"])).status_code == 200
+    assert await balance(client, b) == 1_000
+
+
 @pytest.mark.parametrize("by", ["creator", "operator"])
 async def test_cancelling_an_open_table_refunds_everyone(client, settings, by):
     op, [(_, a), (_, b)] = await people(client, settings, 2)
@@ -179,6 +211,26 @@ async def test_withdrawals_racing_seats_never_overdraw_the_wallet(client, settin
     seated = sum(1 for r in responses[:3] if r.status_code == 201)
     assert sorted(escrows) == sorted([ENTRY] * seated + [0] * (3 - seated))
     assert await statement_size(client, payer) == 1 + 2
+
+
+async def test_a_cancel_reason_holding_a_nul_character_is_a_400_and_changes_nothing(
+    client, settings
+):
+    """The reason is kept in the table's result (jsonb), which cannot hold U+0000: refused up
+    front, not a 500 from PostgreSQL."""
+    op, [(_, a), (_, b)] = await people(client, settings, 2)
+    table = await create_table(client, a, seat_count=3, entry_cents=ENTRY)
+    for token in (a, b):
+        assert (await seat(client, token, table["id"])).status_code == 201
+    before = await view(client, b, table["id"])
+    for canceller in (a, op):
+        response = await client.post(
+            f"/tables/{table['id']}/cancel", json={"reason": "typo\u0000"}, headers=auth(canceller)
+        )
+        assert_error(response, 400, "validation_error")
+    assert await view(client, b, table["id"]) == before
+    assert [await balance(client, token) for token in (a, b)] == [500, 500]
+    assert (await account(client, op, "table_escrow", table["id"]))["balance_cents"] == 2 * ENTRY
 
 
 async def test_a_player_who_did_not_create_the_table_cannot_cancel_it(client, settings):
@@ -347,6 +399,17 @@ async def test_a_fee_rate_that_is_not_a_json_integer_is_refused(client, settings
     op = await operator(client, settings)
     response = await client.post(
         "/admin/fee-rates", json={"fee_bps": fee_bps, "reason": "typo"}, headers=auth(op)
+    )
+    assert_error(response, 400, "validation_error")
+    history = (await client.get("/admin/fee-rates", headers=auth(op))).json()
+    assert [rate["fee_bps"] for rate in history] == [1_000]
+
+
+async def test_a_fee_rate_reason_holding_a_nul_character_is_a_400(client, settings):
+    """The reason is a text column, which cannot hold U+0000: refused, not a 500."""
+    op = await operator(client, settings)
+    response = await client.post(
+        "/admin/fee-rates", json={"fee_bps": 2_000, "reason": "typo\u0000"}, headers=auth(op)
     )
     assert_error(response, 400, "validation_error")
     history = (await client.get("/admin/fee-rates", headers=auth(op))).json()

@@ -3,13 +3,15 @@ a logout), the socket gets no further view of the table (its player's hand inclu
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from litestar.exceptions import WebSocketDisconnect
 
 from app.tables.realtime import UNAUTHORIZED_CLOSE_CODE
 from tests.helpers import auth
 from tests.integration.tables.helpers import create_table, operator, player
-from tests.integration.tables.scenario import start_game
+from tests.integration.tables.scenario import sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -51,3 +53,41 @@ async def test_a_malformed_message_is_ignored_like_any_message_that_is_not_a_pin
         socket.send_bytes(b"\x00\x01")
         socket.send_json({"type": "ping"})
         assert socket.receive_json(timeout=10) == {"type": "pong"}
+
+
+async def closing_code(client, path: str) -> int:
+    """The close code of a socket at ``path`` that must not receive any message (its reason
+    is the error code)."""
+    with pytest.raises(WebSocketDisconnect) as closed:
+        socket_session = await client.websocket_connect(path)
+        with socket_session as socket:
+            message = socket.receive_json(timeout=10)
+            pytest.fail(f"the socket received {message['type']}: {message}")
+    assert closed.value.detail == "not_authenticated"
+    return closed.value.code
+
+
+async def test_a_socket_without_a_valid_token_is_closed_as_unauthenticated(client, settings):
+    """A client reconnecting with an expired or revoked token must learn that it has to log
+    in again (4401, as when the token dies on an open socket), not see a server error."""
+    game = await start_game(client, settings, players=2, dealer=0, options={"lives": 3, **SLOW})
+    path = f"/tables/{game.id}/ws"
+    for query in ("", "?token=", "?token=bogus", "?token=%00"):
+        assert await closing_code(client, path + query) == UNAUTHORIZED_CLOSE_CODE, query
+    await sql(
+        settings,
+        "UPDATE game.access_tokens SET expires_at = now() - interval '1 second'"
+        " WHERE user_id = :user",
+        user=uuid.UUID(game.user(0)),
+    )
+    assert await closing_code(client, f"{path}?token={game.token(0)}") == UNAUTHORIZED_CLOSE_CODE
+    revoked = await client.post(
+        f"/admin/users/{game.user(1)}/revoke-tokens", headers=auth(game.operator)
+    )
+    assert revoked.status_code == 200, revoked.text
+    assert await closing_code(client, f"{path}?token={game.token(1)}") == UNAUTHORIZED_CLOSE_CODE
+    # the spectator's valid token still gets the public view
+    socket_session = await client.websocket_connect(f"{path}?token={game.spectator}")
+    with socket_session as socket:
+        view = socket.receive_json(timeout=10)["view"]
+        assert view["you"] == {"match_seat": None, "spectator": True}

@@ -18,7 +18,7 @@ from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner
 from tests.conftest import make_settings
 from tests.helpers import assert_error, auth
-from tests.integration.tables.scenario import Game, sql, start_game
+from tests.integration.tables.scenario import Game, concurrently, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -125,3 +125,70 @@ async def test_an_action_with_a_float_is_refused_and_changes_nothing(client, set
     assert ((await game.view(None))["step"], (await game.truth())["state_hash"]) == before
     # the id was not used up: the same id with a valid action applies
     assert (await game.post(0, {"type": "decide", "mandar": True}, "floaty")).status_code == 200
+
+
+# --- actions racing their own deadline -------------------------------------------------------
+async def log_seqs(game: Game) -> list[tuple[int, int]]:
+    rows = await sql(
+        game.settings,
+        "SELECT r.number, l.seq FROM game.round_log l JOIN game.rounds r ON r.id = l.round_id"
+        " WHERE r.table_id = :table ORDER BY r.number, l.seq",
+        table=uuid.UUID(game.id),
+    )
+    return [(number, seq) for number, seq in rows]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_a_discard_racing_its_turn_timeout_discards_once(client, settings, attempt):
+    """The turn's deadline is due while the player's own discard is in flight: either the
+    discard applies and the deadline is stale, or the timeout discards and the player's
+    discard is a 409.  One card reaches the pile, the log has no gap and no duplicate."""
+    game = await three_players(client, settings)
+    for seat in range(3):
+        await game.decide(seat, True)
+    turn = (await game.game(0))["round"]["turn"]
+    drew = await game.act(turn, "draw_stock")
+    card = next(
+        c for c in drew["game_view"]["round"]["hand"] if c != drew["game_view"]["round"]["drawn"]
+    )
+    await make_due(game, "game")
+    body = {"action_id": "discard-1", "action": {"type": "discard", "card": card}}
+    async with clock(settings) as timers:
+        fired, [response] = await asyncio.gather(
+            timers.runner.run_due(),
+            concurrently(client, [(f"/tables/{game.id}/actions", body, game.token(turn))]),
+        )
+    assert fired >= 1  # the turn's deadline (and the stale ones of the decisions)
+    truth = (await game.truth())["round"]
+    assert len(truth["pile"]) == 1
+    assert len(dict(truth["hands"])[turn]) == 9
+    inputs = [e for e in await game.log(1) if e["log"] == "input" and e["type"] != "decide"]
+    kinds = [e["type"] for e in inputs]
+    if response.status_code == 200:
+        assert kinds == ["draw_stock", "discard"] and truth["pile"] == [card]
+    else:
+        assert_error(response, 409, response.json()["code"])
+        assert kinds == ["draw_stock", "timeout"] and truth["pile"] == [
+            drew["game_view"]["round"]["drawn"]
+        ]
+    seqs = await log_seqs(game)
+    assert [seq for _, seq in seqs] == list(range(1, len(seqs) + 1))
+
+
+# --- secrets while frozen -----------------------------------------------------------------------
+async def test_a_secret_decision_on_a_frozen_table_changes_nobody_elses_view(client, settings):
+    """RULES.md §3: decisions are secret until the dealer decides, and not even *that* a
+    player decided may show (docs/tables.md, Realtime).  A frozen table (one player left
+    connected) is still watched by spectators and by players who poll without a heartbeat:
+    the connected player's decision must not bump the step or show events to them."""
+    game = await three_players(client, settings)
+    async with clock(settings) as timers:
+        await asyncio.sleep(GRACE_S * 2)
+        await heartbeat(game, 0)
+        assert await timers.sweeper.sweep() == 1
+    assert (await game.view(None))["frozen"] is True
+    before = {other: await game.view(other) for other in (1, 2, None)}
+    mine = await game.decide(0, True)
+    assert mine["game_view"]["round"]["my_decision"] is True
+    for other in (1, 2, None):
+        assert await game.view(other) == before[other], other
