@@ -37,7 +37,7 @@ MAX_CLIENT_SEEDS: Final = 16
 Hex64 = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[0-9a-fA-F]{64}$",
+        pattern=r"^[0-9a-fA-F]{64}(?!\n)$",
         description="32 bytes as 64 hex digits.",
         examples=["7a40a5338261420a282273e2e94416e93516cd37a01a2c538547b9af1b504e13"],
     ),
@@ -45,7 +45,7 @@ Hex64 = Annotated[
 ClientSeedHex = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^(?:[0-9a-fA-F]{2}){1,64}$",
+        pattern=r"^(?:[0-9a-fA-F]{2}){1,64}(?!\n)$",
         description="1 to 64 bytes as hex digits.",
         examples=["f1d8a1664fc39866f9644e7deb116f51"],
     ),

@@ -156,6 +156,10 @@ async def test_algorithms_are_public(client):
         ({"player_count": "4"}, 400, "validation_error"),
         ({"reshuffle_sizes": ["5"]}, 400, "validation_error"),
         ({"reshuffle_sizes": [5.0]}, 400, "validation_error"),
+        # hex ends where it ends: Python's $ matches before a final newline
+        ({"seed": bytes(range(32)).hex() + "\n"}, 400, "validation_error"),
+        ({"commitment": commitment(bytes(range(32))) + "\n"}, 400, "validation_error"),
+        ({"client_seeds": ["aa\n"]}, 400, "validation_error"),
     ],
 )
 async def test_verify_refusals(client, body, status, code):
