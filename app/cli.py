@@ -19,13 +19,101 @@ __all__ = ("main",)
 
 T = TypeVar("T")
 
+EXIT_CANNOT_RUN = 3
+"""Exit status when a command could not run at all: unusable settings, or no database.
+
+(1 is "the check found problems", 2 "bad arguments or unknown ids".)"""
+
+_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "28", "3D", "53", "57")
+"""PostgreSQL error classes meaning "no usable connection": connection exception, invalid
+authorization, no such database, insufficient resources, operator intervention (shutdown)."""
+
+
+def _database_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the database cannot be reached or used."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError | asyncpg.exceptions.ConnectionDoesNotExistError):
+            return True
+        if isinstance(current, asyncpg.PostgresError):
+            sqlstate = str(getattr(current, "sqlstate", "") or "")
+            return sqlstate[:2] in _UNAVAILABLE_SQLSTATE_CLASSES
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _database_named() -> str:
+    """The configured database URL without its password (for error messages)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    url = os.environ.get("DATABASE_URL") or os.environ.get("RAIZ_DATABASE_URL")
+    if not url:
+        return "the embedded database"
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "DATABASE_URL"
+
+
+def _variable(location: tuple[int | str, ...]) -> str:
+    """The environment variable of a setting's validation error location."""
+    if not location:
+        return "settings"
+    name = str(location[0])
+    return "DATABASE_URL" if name == "database_url" else f"RAIZ_{name.upper()}"
+
+
+class RaizGroup(click.Group):
+    """The ``raiz`` group: a command that cannot run says why in one line, never with a
+    traceback, and exits with :data:`EXIT_CANNOT_RUN`."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from pydantic import ValidationError
+        from sqlalchemy.exc import ArgumentError
+
+        from app.config import ConfigurationError
+
+        try:
+            return super().invoke(ctx)
+        except ValidationError as error:
+            # the variables' names, never their values (they may be keys)
+            problems = "; ".join(
+                f"{_variable(problem['loc'])}: {problem['msg']}"
+                for problem in error.errors(include_url=False, include_input=False)
+            )
+            click.echo(f"error: configuration: {problems}", err=True)
+        except (ConfigurationError, ArgumentError) as error:
+            click.echo(f"error: configuration: {_first_line(error)}", err=True)
+        except Exception as error:
+            if not _database_unavailable(error):
+                raise
+            click.echo(
+                f"error: database unavailable ({_database_named()}): "
+                f"{type(error).__name__}: {_first_line(error)}",
+                err=True,
+            )
+        sys.exit(EXIT_CANNOT_RUN)
+
 
 def run_with_database(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     """Run ``work`` with a pool on the configured (or embedded) database, then close it."""
     from app.config import get_settings
     from app.db import Database, resolve_database_url
+    from app.logging import configure_logging
 
     settings = get_settings()
+    # Log lines go to stderr: stdout is the command's answer (JSON for some commands).
+    configure_logging(settings.log_level, json=settings.log_json)
     url = resolve_database_url(settings)
 
     async def runner() -> T:
@@ -38,7 +126,7 @@ def run_with_database(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     return asyncio.run(runner())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RaizGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Raiz: auditable real-money Cacheta, Pife and Truco tables."""
 

@@ -1,0 +1,93 @@
+"""``raiz`` commands that cannot run (no database, unusable settings) say why in one line and
+exit 3, never with a traceback; a command's answer on stdout is not mixed with log lines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy.engine import make_url
+
+from app.cli import EXIT_CANNOT_RUN, main
+from app.config import get_settings
+from tests.live import free_port
+
+DATABASE_COMMANDS = [
+    ["ledger", "reconcile"],
+    ["db", "upgrade"],
+    ["deadlines", "failed"],
+    ["deadlines", "retry", "--all"],
+    ["audit", "verify-round", "00000000-0000-0000-0000-000000000000"],
+    ["audit", "export-round", "00000000-0000-0000-0000-000000000000", "-o", "/dev/null"],
+    ["audit", "verify-all"],
+    ["audit", "checkpoint"],
+    ["users", "create", "--username", "boss", "--role", "operator", "--password", "x" * 12],
+    ["serve", "--port", "1"],
+]
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
+    monkeypatch.setenv("RAIZ_PASSWORD_COST_LOG2", "10")
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
+
+
+def _refused(result) -> str:
+    assert result.exit_code == EXIT_CANNOT_RUN, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", DATABASE_COMMANDS, ids=" ".join)
+def test_a_database_that_is_down_is_one_line_and_exit_3(runner, monkeypatch, command):
+    url = f"postgresql://raiz:hunter2-secret@127.0.0.1:{free_port()}/raiz"
+    monkeypatch.setenv("DATABASE_URL", url)
+    line = _refused(runner.invoke(main, command))
+    assert line.startswith("error: database unavailable (postgresql://raiz:***@127.0.0.1:")
+    assert "hunter2" not in line
+
+
+def test_a_database_that_does_not_exist_is_one_line_and_exit_3(runner, monkeypatch, pg_server_url):
+    missing = make_url(pg_server_url).set(database="raiz_no_such_database")
+    monkeypatch.setenv("DATABASE_URL", missing.render_as_string(hide_password=False))
+    line = _refused(runner.invoke(main, ["ledger", "reconcile"]))
+    assert line.startswith("error: database unavailable (")
+    assert 'database "raiz_no_such_database" does not exist' in line
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("RAIZ_TOKEN_TTL_S", "twelve hours", "RAIZ_TOKEN_TTL_S"),
+        ("RAIZ_SEED_KEYRING", "k1-not-a-keyring-but-a-secret", "RAIZ_SEED_KEYRING"),
+    ],
+)
+def test_unusable_settings_are_one_line_and_exit_3(runner, monkeypatch, variable, value, named):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://raiz@127.0.0.1:{free_port()}/raiz")
+    monkeypatch.setenv(variable, value)
+    line = _refused(runner.invoke(main, ["audit", "verify-round", str(uuid.uuid4())]))
+    assert line.startswith("error: configuration: ") and named in line
+    assert value not in line  # a mistyped key is not echoed
+
+
+def test_production_refusal_is_one_line_and_exit_3(runner, monkeypatch):
+    monkeypatch.setenv("RAIZ_ENV", "production")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://raiz@db/raiz")
+    line = _refused(runner.invoke(main, ["ledger", "reconcile"]))
+    assert line.startswith("error: configuration: refusing to start in production")
+
+
+def test_checkpoint_prints_only_its_json_on_stdout(cli):
+    result = cli.invoke(main, ["audit", "checkpoint"])
+    assert result.exit_code == 0, result.output
+    checkpoint = json.loads(result.stdout)  # log lines go to stderr
+    assert checkpoint["tree_size"] == 0 and checkpoint["key_id"]
+    assert "compliance_checkpoint" in result.stderr
