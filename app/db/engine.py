@@ -48,6 +48,9 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_pool_timeout_s,
         pool_pre_ping=True,
+        # A failed statement's message would quote its parameters (a deal, a password hash),
+        # and failed requests log their traceback.
+        hide_parameters=True,
         connect_args={
             "server_settings": {
                 "application_name": "raiz",
