@@ -7,6 +7,8 @@ has its development value, and refuses test-only switches such as fixed decks.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 from pathlib import Path
 from typing import Literal
@@ -34,6 +36,23 @@ DEV_PAYMENT_WEBHOOK_SECRET = "development-only-webhook-secret"  # noqa: S105
 
 class ConfigurationError(RuntimeError):
     """The settings are unusable; the service refuses to start."""
+
+
+def _key_material(keyring: str) -> set[bytes]:
+    """The decodable keys of a ``key_id:base64,...`` keyring (malformed entries are left to
+    the keyring's own parser, which names them)."""
+    keys = set()
+    for entry in keyring.split(","):
+        _, _, encoded = entry.partition(":")
+        try:
+            keys.add(base64.b64decode(encoded.strip(), validate=True))
+        except (binascii.Error, ValueError):
+            continue
+    return keys
+
+
+_DEV_KEYS = _key_material(DEV_SEED_KEYRING) | _key_material(DEV_SIGNING_KEYRING)
+"""The development keys' material, public in the repository whatever id they are given."""
 
 
 class Settings(BaseSettings):
@@ -121,10 +140,16 @@ class Settings(BaseSettings):
         if self.env != "production":
             return self
         problems = []
+        # By key material, not by the setting's text: a development key listed beside a
+        # real one, under another id or with other spacing is as public.
         if self.seed_keyring == DEV_SEED_KEYRING:
             problems.append("RAIZ_SEED_KEYRING still has its development value")
+        elif _key_material(self.seed_keyring) & _DEV_KEYS:
+            problems.append("RAIZ_SEED_KEYRING holds a development key")
         if self.signing_keyring == DEV_SIGNING_KEYRING:
             problems.append("RAIZ_SIGNING_KEYRING still has its development value")
+        elif _key_material(self.signing_keyring) & _DEV_KEYS:
+            problems.append("RAIZ_SIGNING_KEYRING holds a development key")
         if self.payment_webhook_secret == DEV_PAYMENT_WEBHOOK_SECRET:
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
         elif not self.payment_webhook_secret.strip():

@@ -78,3 +78,28 @@ def test_password_hash_round_trip_and_salting():
 )
 def test_malformed_hashes_never_verify(stored):
     assert not verify_password("anything", stored)
+
+
+DEV_SEED_KEY = "ZGV2ZWxvcG1lbnQtb25seS1zZWVkLWtleS0zMmJ5dGU="
+DEV_SIGNING_KEY = "ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhISE="
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        # the development key beside a real one (a rotation away from it left undone)
+        ("seed_keyring", f"k2:{'A' * 43}=,dev1:{DEV_SEED_KEY}"),
+        ("signing_keyring", f"dev1:{DEV_SIGNING_KEY},k2:{'B' * 43}="),
+        # the same key under another id, or spaced differently
+        ("signing_keyring", f"prod:{DEV_SIGNING_KEY}"),
+        ("signing_keyring", f" dev1:{DEV_SIGNING_KEY} "),
+        ("seed_keyring", f"dev1: {DEV_SEED_KEY}"),
+        # one development key in the other keyring is as public
+        ("seed_keyring", f"x:{DEV_SIGNING_KEY}"),
+    ],
+)
+def test_production_refuses_a_development_key_anywhere_in_a_keyring(setting, value):
+    # Public keys: with the development signing key anybody can sign a round record, with
+    # the development seed key anybody can open a sealed seed before its round ends.
+    with pytest.raises(ConfigurationError, match=f"RAIZ_{setting.upper()} holds a development"):
+        Settings(env="production", **{**REAL, setting: value})
