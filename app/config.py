@@ -13,8 +13,10 @@ import functools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 __all__ = (
     "DEV_PAYMENT_WEBHOOK_SECRET",
@@ -49,6 +51,27 @@ def _key_material(keyring: str) -> set[bytes]:
         except (binascii.Error, ValueError):
             continue
     return keys
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Values of ``RAIZ_LOG_LEVEL`` (any case)."""
+
+
+def _database_url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable as the service's PostgreSQL URL (never quoting it: it may
+    hold a password), or ``None``."""
+    expected = "expected postgresql://user:password@host:5432/database"
+    try:
+        parsed = make_url(url)
+        port = parsed.port
+    except (ArgumentError, ValueError):
+        return f"not a URL; {expected}"
+    scheme = parsed.drivername.partition("+")[0]
+    if scheme not in ("postgresql", "postgres"):
+        return f"the scheme is {scheme!r}, not postgresql; {expected}"
+    if port is not None and not 1 <= port <= 65_535:
+        return f"port {port} is out of range"
+    return None
 
 
 _DEV_KEYS = _key_material(DEV_SEED_KEYRING) | _key_material(DEV_SIGNING_KEYRING)
@@ -134,6 +157,26 @@ class Settings(BaseSettings):
     """Root log level."""
     log_json: bool = True
     """Structured JSON logs (one object per line); false gives human-readable lines."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None  # set but empty is unset (production then refuses it)
+        problem = _database_url_problem(value)
+        if problem is not None:
+            # not a ValueError: pydantic's message would quote the value, password included
+            raise ConfigurationError(f"DATABASE_URL is unusable: {problem}")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            msg = f"unknown log level; expected one of {', '.join(LOG_LEVELS)}"
+            raise ValueError(msg)
+        return level
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:

@@ -68,6 +68,8 @@ def test_a_database_that_does_not_exist_is_one_line_and_exit_3(runner, monkeypat
     [
         ("RAIZ_TOKEN_TTL_S", "twelve hours", "RAIZ_TOKEN_TTL_S"),
         ("RAIZ_SEED_KEYRING", "k1-not-a-keyring-but-a-secret", "RAIZ_SEED_KEYRING"),
+        ("RAIZ_LOG_LEVEL", "LOUD", "RAIZ_LOG_LEVEL"),
+        ("DATABASE_URL", "postgresql://raiz:pw-secret@db:99999/raiz", "DATABASE_URL"),
     ],
 )
 def test_unusable_settings_are_one_line_and_exit_3(runner, monkeypatch, variable, value, named):
