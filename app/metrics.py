@@ -7,12 +7,14 @@ module holds the domain metrics and the database pool gauges.  In multi-process 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import Gauge
+from sqlalchemy import event
+from sqlalchemy.orm import Session, SessionTransaction
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 __all__ = (
     "DB_POOL_CAPACITY",
@@ -20,8 +22,40 @@ __all__ = (
     "DB_POOL_OVERFLOW",
     "DB_POOL_SIZE",
     "HTTP_LATENCY_BUCKETS_S",
+    "count_on_commit",
     "update_pool_gauges",
 )
+
+
+class _Incrementable(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+_PENDING_KEY = "raiz_pending_counts"
+
+
+def count_on_commit(session: AsyncSession, counter: _Incrementable, amount: float = 1) -> None:
+    """Add ``amount`` to ``counter`` when the transaction of ``session`` commits.
+
+    What a transaction did (a seat paid, a round finished, a prize paid) is counted only if
+    it happened: a transaction rolled back -- a refused request, a failing timer that will
+    be retried -- counts nothing.  (The ledger counts its transfers the same way.)
+    """
+    pending: list[tuple[_Incrementable, float]] = session.info.setdefault(_PENDING_KEY, [])
+    pending.append((counter, amount))
+
+
+@event.listens_for(Session, "after_commit")
+def _count_committed(session: Session) -> None:
+    for counter, amount in session.info.pop(_PENDING_KEY, []):
+        counter.inc(amount)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_rolled_back(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:  # the outermost transaction ended; savepoints change nothing
+        session.info.pop(_PENDING_KEY, None)
+
 
 HTTP_LATENCY_BUCKETS_S = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
