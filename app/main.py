@@ -40,7 +40,12 @@ from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.db.engine import sync_url
 from app.errors import exception_handlers
 from app.logging import configure_logging
-from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+from app.metrics import (
+    HTTP_LATENCY_BUCKETS_S,
+    forget_dead_workers,
+    forget_this_worker,
+    update_pool_gauges,
+)
 from app.rng_api import (
     RngController,
     RngServices,
@@ -125,6 +130,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         update_pool_gauges(db.engine, capacity)
 
     async def refresh_table_gauges() -> None:
+        forget_dead_workers()
         await count_tables_by_status(db)
         await count_overdue_deadlines(db)
         await count_failed_deadlines(db)
@@ -138,6 +144,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if embedded:
             await ensure_database_async(url)
         await check_active_key(db, settings)
+        forget_dead_workers()
         update_pool_gauges(db.engine, capacity)
         build_scheduler(
             runner,
@@ -165,6 +172,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             if scheduler.running:
                 scheduler.shutdown(wait=False)
             await db.dispose()
+            forget_this_worker()
 
     prometheus = PrometheusConfig(
         app_name="raiz",

@@ -7,9 +7,11 @@ module holds the domain metrics and the database pool gauges.  In multi-process 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client import Gauge
+from prometheus_client import Gauge, multiprocess
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -23,6 +25,8 @@ __all__ = (
     "DB_POOL_SIZE",
     "HTTP_LATENCY_BUCKETS_S",
     "count_on_commit",
+    "forget_dead_workers",
+    "forget_this_worker",
     "update_pool_gauges",
 )
 
@@ -82,6 +86,45 @@ DB_POOL_CAPACITY = Gauge(
     "Most connections the pool may open (size + max overflow), summed over workers.",
     multiprocess_mode="livesum",
 )
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def forget_dead_workers() -> None:
+    """Drop the live-mode gauges of worker processes that no longer run (multi-process mode).
+
+    A ``live*`` gauge is summed (or taken) over the files of the processes that have not
+    been marked dead, and nothing marks a worker dead when it crashes: ``raiz serve``
+    restarts it, and the dead worker's pool (connections checked out, capacity) and its
+    last database counts (overdue deadlines, running tables) were aggregated forever.
+    Every worker calls this at start-up and with its periodic gauges.
+    """
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return
+    pids = set()
+    for path in Path(directory).glob("gauge_live*_*.db"):
+        suffix = path.stem.rpartition("_")[2]
+        if suffix.isdigit():
+            pids.add(int(suffix))
+    for pid in pids:
+        if not _running(pid):
+            multiprocess.mark_process_dead(pid, directory)
+
+
+def forget_this_worker() -> None:
+    """At a worker's shutdown: its live-mode gauges stop counting."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        multiprocess.mark_process_dead(os.getpid(), directory)
 
 
 def update_pool_gauges(engine: AsyncEngine, capacity: int) -> None:

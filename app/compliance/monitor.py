@@ -84,8 +84,8 @@ RECONCILE_RUNS = Counter(
 )
 RECONCILE_PROBLEMS = Gauge(
     "raiz_ledger_reconcile_problems",
-    "Problems found by the latest ledger reconciliation of this worker (0 when clean).",
-    multiprocess_mode="max",
+    "Problems found by the latest ledger reconciliation (0 when clean), whichever worker ran it.",
+    multiprocess_mode="mostrecent",
 )
 
 
