@@ -133,8 +133,15 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default=None, help="Interface to listen on (default RAIZ_HOST).")
-@click.option("--port", type=int, default=None, help="Port (default RAIZ_PORT, 8000).")
-@click.option("--workers", type=int, default=None, help="Worker processes (default RAIZ_WORKERS).")
+@click.option(
+    "--port", type=click.IntRange(1, 65_535), default=None, help="Port (default RAIZ_PORT, 8000)."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes (default RAIZ_WORKERS).",
+)
 @click.option(
     "--migrate/--no-migrate", default=None, help="Apply pending migrations first (default on)."
 )
@@ -150,7 +157,7 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     url = resolve_database_url(settings)
     if settings.auto_migrate if migrate is None else migrate:
         upgrade(url)
-    worker_count = workers or settings.workers
+    worker_count = settings.workers if workers is None else workers
     # Worker processes read the resolved URL (the embedded server's socket) from here.
     os.environ["DATABASE_URL"] = url
     if worker_count > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:

@@ -93,3 +93,21 @@ def test_checkpoint_prints_only_its_json_on_stdout(cli):
     checkpoint = json.loads(result.stdout)  # log lines go to stderr
     assert checkpoint["tree_size"] == 0 and checkpoint["key_id"]
     assert "compliance_checkpoint" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (["--port", "99999"], "--port"),  # was a traceback from the socket's bind
+        (["--port", "0"], "--port"),
+        (["--workers", "-1"], "--workers"),  # was served with RAIZ_WORKERS, silently
+        (["--workers", "0"], "--workers"),
+    ],
+)
+def test_serve_refuses_a_bad_port_or_worker_count_before_doing_anything(
+    runner, monkeypatch, arguments, named
+):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://raiz@127.0.0.1:{free_port()}/raiz")
+    result = runner.invoke(main, ["serve", "--no-migrate", *arguments])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{named}'" in result.output
