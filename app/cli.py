@@ -37,12 +37,25 @@ def _database_unavailable(error: BaseException) -> bool:
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, OSError | asyncpg.exceptions.ConnectionDoesNotExistError):
+        if isinstance(current, asyncpg.exceptions.ConnectionDoesNotExistError):
             return True
+        if isinstance(current, OSError) and _raised_by_the_driver(current):
+            return True  # refused, unreachable, unknown host, timed out (not a file error)
         if isinstance(current, asyncpg.PostgresError):
             sqlstate = str(getattr(current, "sqlstate", "") or "")
             return sqlstate[:2] in _UNAVAILABLE_SQLSTATE_CLASSES
         current = current.__cause__ or current.__context__
+    return False
+
+
+def _raised_by_the_driver(error: BaseException) -> bool:
+    """Whether ``error`` was raised while the database driver connected or talked."""
+    frame = error.__traceback__
+    while frame is not None:
+        module = str(frame.tb_frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] in ("asyncpg", "sqlalchemy", "alembic"):
+            return True
+        frame = frame.tb_next
     return False
 
 
