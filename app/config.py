@@ -22,6 +22,7 @@ __all__ = (
     "DEV_PAYMENT_WEBHOOK_SECRET",
     "DEV_SEED_KEYRING",
     "DEV_SIGNING_KEYRING",
+    "PRESENCE_REFRESH_S",
     "ConfigurationError",
     "Settings",
     "get_settings",
@@ -52,6 +53,12 @@ def _key_material(keyring: str) -> set[bytes]:
             continue
     return keys
 
+
+PRESENCE_REFRESH_S = 5.0
+"""An open table WebSocket refreshes its player's presence this often (``app.tables.realtime``)."""
+MIN_PRODUCTION_PRESENCE_GRACE_S = 2 * PRESENCE_REFRESH_S
+"""The shortest presence grace production accepts: a missed refresh must not count a
+connected player as away (a table with a player away freezes, and an abandon deadline is armed)."""
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Values of ``RAIZ_LOG_LEVEL`` (any case)."""
@@ -207,6 +214,12 @@ class Settings(BaseSettings):
             problems.append("RAIZ_DEAL_DELAY_S is 0: commitments must be public before the deal")
         if self.database_url is None:
             problems.append("DATABASE_URL is required (no embedded database in production)")
+        if self.presence_grace_s < MIN_PRODUCTION_PRESENCE_GRACE_S:
+            problems.append(
+                f"RAIZ_PRESENCE_GRACE_S is {self.presence_grace_s:g}: below "
+                f"{MIN_PRODUCTION_PRESENCE_GRACE_S:g} s (two WebSocket presence refreshes): "
+                "players on an open socket would count as away and their tables freeze"
+            )
         if problems:
             raise ConfigurationError("refusing to start in production: " + "; ".join(problems))
         return self

@@ -149,3 +149,13 @@ def test_the_log_level_is_checked_at_start_up():
     assert Settings(log_level="debug").log_level == "DEBUG"
     with pytest.raises(ValidationError, match="unknown log level"):
         Settings(log_level="LOUD")  # it failed in logging.setLevel when the app started
+
+
+def test_production_refuses_a_presence_grace_shorter_than_two_socket_refreshes():
+    # An open WebSocket refreshes presence every 5 s: with a shorter grace a connected
+    # player counts as away between refreshes, and the table freezes (abandon deadline).
+    for grace in (0, 3, 9.5):
+        with pytest.raises(ConfigurationError, match="RAIZ_PRESENCE_GRACE_S"):
+            Settings(env="production", presence_grace_s=grace, **REAL)
+    assert Settings(env="production", presence_grace_s=10, **REAL).presence_grace_s == 10
+    assert Settings(env="test", presence_grace_s=1).presence_grace_s == 1  # tests' fast grace
