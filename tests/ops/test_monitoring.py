@@ -140,3 +140,22 @@ async def test_every_label_a_panel_or_rule_uses_exists_on_its_metric(client):
     ):
         with pytest.raises(AssertionError):
             check_labels(wrong)
+
+
+async def test_prometheus_scrapes_every_instance_nginx_serves():
+    # /metrics is denied by nginx, so Prometheus must scrape each instance's own port; the
+    # scrape config named a port (8000) no deployed instance listens on.
+    deploy = MONITORING.parent / "deploy"
+    nginx = (deploy / "nginx.conf").read_text()
+    upstream = re.search(r"upstream raiz \{(.*?)\}", nginx, re.S)
+    assert upstream is not None
+    servers = re.findall(r"server\s+(\S+:\d+)", upstream.group(1))
+    assert len(servers) >= 2
+    config = (MONITORING / "prometheus.yml").read_text()
+    job = config.split("job_name: raiz", 1)[1]
+    targets = re.findall(r'"(\S+:\d+)"', re.search(r"targets: \[([^\]]*)\]", job).group(1))
+    assert sorted(targets) == sorted(servers)
+    unit = (deploy / "raiz@.service").read_text()
+    assert "Environment=RAIZ_PORT=%i" in unit  # the instance name is its port
+    metrics_location = re.search(r"location /metrics \{(.*?)\}", nginx, re.S)
+    assert metrics_location is not None and "deny all;" in metrics_location.group(1)
