@@ -32,7 +32,7 @@ from app.compliance.controllers import (
     ComplianceController,
     PlayerHandsController,
 )
-from app.compliance.monitor import AuditMonitor
+from app.compliance.monitor import AuditMonitor, count_latest_sweep
 from app.compliance.signatures import check_active_key, check_signing_settings
 from app.config import Settings, get_settings
 from app.db import Database
@@ -134,6 +134,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await count_tables_by_status(db)
         await count_overdue_deadlines(db)
         await count_failed_deadlines(db)
+        await count_latest_sweep(db)
 
     async def forget_old_login_failures() -> None:
         async with db.session() as session:
