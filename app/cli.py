@@ -165,8 +165,10 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     from app.config import get_settings
     from app.db import resolve_database_url
     from app.db.migrate import upgrade
+    from app.main import check_settings
 
     settings = get_settings()
+    check_settings(settings)  # before migrating and before any worker starts (and restarts)
     url = resolve_database_url(settings)
     if settings.auto_migrate if migrate is None else migrate:
         upgrade(url)

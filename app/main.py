@@ -78,7 +78,7 @@ from rng.service import RngServiceError
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ("create_app",)
+__all__ = ("check_settings", "create_app")
 
 API_VERSION = "0.1.0"
 POOL_GAUGE_INTERVAL_S = 1.0
@@ -95,6 +95,16 @@ class MetricsController(PrometheusController):
     include_in_schema = False
 
 
+def check_settings(settings: Settings) -> None:
+    """The start-up checks of the keyrings (``ConfigurationError``, no key in the message).
+
+    ``raiz serve`` runs them before it migrates or starts a worker: a worker that cannot
+    start is restarted by the server, again and again, and the service never stops.
+    """
+    RngServices.from_settings(settings)
+    check_signing_settings(settings)
+
+
 def create_app(settings: Settings | None = None, database: Database | None = None) -> Litestar:
     """Build the API.
 
@@ -107,8 +117,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     url = resolve_database_url_sync(settings)
     db = database or Database.connect(url, settings)
     capacity = settings.db_pool_size + settings.db_max_overflow
+    check_settings(settings)
     rng_services = RngServices.from_settings(settings)
-    check_signing_settings(settings)
     checkpoints = CheckpointJob(db, settings)
     audit = AuditMonitor(db, settings)
 

@@ -111,3 +111,42 @@ def test_serve_refuses_a_bad_port_or_worker_count_before_doing_anything(
     result = runner.invoke(main, ["serve", "--no-migrate", *arguments])
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{named}'" in result.output
+
+
+@pytest.mark.parametrize("variable", ["RAIZ_SEED_KEYRING", "RAIZ_SIGNING_KEYRING"])
+def test_serve_with_an_unusable_keyring_stops_at_once(database_url, variable):
+    # It migrated, then every worker failed in create_app and the server restarted it
+    # forever (a traceback each time); the service never exited.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.live import ROOT
+
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "RAIZ_ENV": "test",
+        variable: "k1:not-base64-and-a-secret",
+    }
+    environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--workers", "2", "--port", str(free_port())],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("raiz serve kept running with an unusable keyring")
+    assert process.returncode == EXIT_CANNOT_RUN, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: configuration: {variable}")
+    assert "Traceback" not in err and "not-base64-and-a-secret" not in err
