@@ -162,6 +162,7 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     """Serve the API (on an embedded PostgreSQL when DATABASE_URL is unset)."""
     import uvicorn
 
+    from app.compliance.signatures import check_active_key
     from app.config import get_settings
     from app.db import resolve_database_url
     from app.db.migrate import upgrade
@@ -172,6 +173,8 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     url = resolve_database_url(settings)
     if settings.auto_migrate if migrate is None else migrate:
         upgrade(url)
+    # A refusal at a worker's start-up would only restart the worker, again and again.
+    run_with_database(check_active_key)
     worker_count = settings.workers if workers is None else workers
     # Worker processes read the resolved URL (the embedded server's socket) from here.
     os.environ["DATABASE_URL"] = url

@@ -113,10 +113,9 @@ def test_serve_refuses_a_bad_port_or_worker_count_before_doing_anything(
     assert f"Invalid value for '{named}'" in result.output
 
 
-@pytest.mark.parametrize("variable", ["RAIZ_SEED_KEYRING", "RAIZ_SIGNING_KEYRING"])
-def test_serve_with_an_unusable_keyring_stops_at_once(database_url, variable):
-    # It migrated, then every worker failed in create_app and the server restarted it
-    # forever (a traceback each time); the service never exited.
+def _serve_until_it_stops(database_url: str, env: dict[str, str]) -> str:
+    """``raiz serve --workers 2`` that must stop by itself with exit 3 and one line on
+    stderr, which is returned; a server still running after 30 s fails the test."""
     import os
     import signal
     import subprocess
@@ -124,12 +123,7 @@ def test_serve_with_an_unusable_keyring_stops_at_once(database_url, variable):
 
     from tests.live import ROOT
 
-    environment = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "RAIZ_ENV": "test",
-        variable: "k1:not-base64-and-a-secret",
-    }
+    environment = {**os.environ, "DATABASE_URL": database_url, "RAIZ_ENV": "test", **env}
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--workers", "2", "--port", str(free_port())],
@@ -145,8 +139,39 @@ def test_serve_with_an_unusable_keyring_stops_at_once(database_url, variable):
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        pytest.fail("raiz serve kept running with an unusable keyring")
+        pytest.fail("raiz serve kept running (restarting workers that cannot start)")
     assert process.returncode == EXIT_CANNOT_RUN, err
+    assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("variable", ["RAIZ_SEED_KEYRING", "RAIZ_SIGNING_KEYRING"])
+def test_serve_with_an_unusable_keyring_stops_at_once(database_url, variable):
+    # It migrated, then every worker failed in create_app and the server restarted it
+    # forever (a traceback each time); the service never exited.
+    err = _serve_until_it_stops(database_url, {variable: "k1:not-base64-and-a-secret"})
     assert err.startswith(f"error: configuration: {variable}")
-    assert "Traceback" not in err and "not-base64-and-a-secret" not in err
+    assert "not-base64-and-a-secret" not in err
+
+
+def test_serve_with_a_signing_key_id_registered_with_another_key_stops_at_once(database_url):
+    # The worker's start-up refused it, and the server restarted the worker forever.
+    import asyncio
+
+    import asyncpg
+
+    async def register_another_key() -> None:
+        connection = await asyncpg.connect(database_url)
+        try:
+            await connection.execute(
+                "INSERT INTO game.signing_keys (key_id, algorithm, public_key, created_at) "
+                "VALUES ('dev1', 'ed25519', $1, now())",
+                bytes(32),
+            )
+        finally:
+            await connection.close()
+
+    asyncio.run(register_another_key())
+    err = _serve_until_it_stops(database_url, {})
+    assert err.startswith("error: configuration: RAIZ_SIGNING_ACTIVE_KEY_ID is unusable")
