@@ -175,3 +175,13 @@ def test_serve_with_a_signing_key_id_registered_with_another_key_stops_at_once(d
     asyncio.run(register_another_key())
     err = _serve_until_it_stops(database_url, {})
     assert err.startswith("error: configuration: RAIZ_SIGNING_ACTIVE_KEY_ID is unusable")
+
+
+def test_the_demo_without_a_database_says_so_and_exits_3(runner, monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://raiz@127.0.0.1:{free_port()}/raiz")
+    monkeypatch.setenv("RAIZ_DATA_DIR", str(tmp_path))
+    result = runner.invoke(main, ["demo"])
+    assert result.exit_code == EXIT_CANNOT_RUN, result.output
+    assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output
+    assert "error: the demo's server did not start" in result.output
+    assert "error: database unavailable" in result.output  # the server's own one line
