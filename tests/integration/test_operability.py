@@ -110,3 +110,22 @@ async def test_an_exhausted_database_pool_answers_503_service_busy_and_changes_n
         assert again.status_code == 201, again.text
         metrics = (await client.get("/metrics")).text
     assert 'path="/auth/signup",status_code="503"' in metrics
+
+
+async def test_table_sockets_are_not_counted_as_http_requests(client, settings):
+    # A WebSocket was counted as a request answered 200 in 0 s when it closed (its status
+    # and duration never reach the middleware), and as "in progress" while open: the
+    # latency panel and the 5xx ratio mixed in every socket of every player.
+    from tests.integration.tables.helpers import create_table, operator, player
+
+    op = await operator(client, settings)
+    _, token = await player(client, settings, "pia", 0, op)
+    table = await create_table(client, token)
+    socket_session = await client.websocket_connect(f"/tables/{table['id']}/ws?token={token}")
+    with socket_session as socket:
+        assert socket.receive_json(timeout=10)["type"] == "view"
+        during = (await client.get("/metrics")).text
+    after = (await client.get("/metrics")).text
+    for body in (during, after):
+        http = [line for line in body.splitlines() if line.startswith("raiz_http_")]
+        assert http and not [line for line in http if "/ws" in line or "websocket" in line]
