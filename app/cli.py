@@ -91,6 +91,7 @@ class RaizGroup(click.Group):
     traceback, and exits with :data:`EXIT_CANNOT_RUN`."""
 
     def invoke(self, ctx: click.Context) -> object:
+        from alembic.util.exc import CommandError
         from pydantic import ValidationError
         from sqlalchemy.exc import ArgumentError
 
@@ -107,6 +108,9 @@ class RaizGroup(click.Group):
             click.echo(f"error: configuration: {problems}", err=True)
         except (ConfigurationError, ArgumentError) as error:
             click.echo(f"error: configuration: {_first_line(error)}", err=True)
+        except CommandError as error:
+            # e.g. a database migrated by a newer release: "Can't locate revision ..."
+            click.echo(f"error: migrations: {_first_line(error)}", err=True)
         except Exception as error:
             if not _database_unavailable(error):
                 raise

@@ -185,3 +185,25 @@ def test_the_demo_without_a_database_says_so_and_exits_3(runner, monkeypatch, tm
     assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output
     assert "error: the demo's server did not start" in result.output
     assert "error: database unavailable" in result.output  # the server's own one line
+
+
+@pytest.mark.parametrize("command", [["db", "upgrade"], ["serve", "--port", "1"]])
+def test_a_database_migrated_by_a_newer_release_is_one_line_and_exit_3(cli, database_url, command):
+    # e.g. the previous release started again after the new one migrated the database
+    import asyncio
+
+    import asyncpg
+
+    async def newer() -> None:
+        connection = await asyncpg.connect(database_url)
+        try:
+            await connection.execute(
+                "UPDATE public.alembic_version SET version_num = 'game_9999' "
+                "WHERE version_num LIKE 'game_%'"
+            )
+        finally:
+            await connection.close()
+
+    asyncio.run(newer())
+    line = _refused(cli.invoke(main, command))
+    assert line == "error: migrations: Can't locate revision identified by 'game_9999'"
