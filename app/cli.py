@@ -48,6 +48,22 @@ def _database_unavailable(error: BaseException) -> bool:
     return False
 
 
+def _schema_missing(error: BaseException) -> str | None:
+    """The server's message when ``error`` says a table or schema of ours does not exist (a
+    database that was never migrated), else ``None``."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        missing = (asyncpg.exceptions.UndefinedTableError, asyncpg.InvalidSchemaNameError)
+        if isinstance(current, missing):
+            return str(current.args[0]) if current.args else type(current).__name__
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _raised_by_the_driver(error: BaseException) -> bool:
     """Whether ``error`` was raised while the database driver connected or talked."""
     frame = error.__traceback__
@@ -112,13 +128,20 @@ class RaizGroup(click.Group):
             # e.g. a database migrated by a newer release: "Can't locate revision ..."
             click.echo(f"error: migrations: {_first_line(error)}", err=True)
         except Exception as error:
-            if not _database_unavailable(error):
+            if _database_unavailable(error):
+                click.echo(
+                    f"error: database unavailable ({_database_named()}): "
+                    f"{type(error).__name__}: {_first_line(error)}",
+                    err=True,
+                )
+            elif (missing := _schema_missing(error)) is not None:
+                click.echo(
+                    f"error: database not migrated ({_database_named()}): {missing}; "
+                    "run `raiz db upgrade`",
+                    err=True,
+                )
+            else:
                 raise
-            click.echo(
-                f"error: database unavailable ({_database_named()}): "
-                f"{type(error).__name__}: {_first_line(error)}",
-                err=True,
-            )
         sys.exit(EXIT_CANNOT_RUN)
 
 

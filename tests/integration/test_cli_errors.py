@@ -207,3 +207,43 @@ def test_a_database_migrated_by_a_newer_release_is_one_line_and_exit_3(cli, data
     asyncio.run(newer())
     line = _refused(cli.invoke(main, command))
     assert line == "error: migrations: Can't locate revision identified by 'game_9999'"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ledger", "reconcile"],
+        ["deadlines", "failed"],
+        ["audit", "verify-all"],
+        ["users", "create", "--username", "boss", "--role", "operator", "--password", "x" * 12],
+    ],
+    ids=" ".join,
+)
+def test_a_database_never_migrated_is_one_line_and_exit_3(
+    runner, monkeypatch, pg_server_url, command
+):
+    import asyncio
+
+    import asyncpg
+
+    name = f"raiz_empty_{uuid.uuid4().hex[:10]}"
+    admin_url = make_url(pg_server_url).set(drivername="postgresql", database="postgres")
+    admin = admin_url.render_as_string(hide_password=False)
+
+    async def admin_sql(statement: str) -> None:
+        connection = await asyncpg.connect(admin)
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(admin_sql(f'CREATE DATABASE "{name}"'))
+    try:
+        monkeypatch.setenv(
+            "DATABASE_URL", admin_url.set(database=name).render_as_string(hide_password=False)
+        )
+        line = _refused(runner.invoke(main, command))
+    finally:
+        asyncio.run(admin_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    assert line.startswith("error: database not migrated (")
+    assert line.endswith("does not exist; run `raiz db upgrade`")
