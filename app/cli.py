@@ -24,9 +24,10 @@ EXIT_CANNOT_RUN = 3
 
 (1 is "the check found problems", 2 "bad arguments or unknown ids".)"""
 
-_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "28", "3D", "53", "57")
-"""PostgreSQL error classes meaning "no usable connection": connection exception, invalid
-authorization, no such database, insufficient resources, operator intervention (shutdown)."""
+_UNAVAILABLE_SQLSTATES = ("08", "28", "3D", "53", "57P")
+"""PostgreSQL error codes (prefixes) meaning "no usable connection": connection exception,
+invalid authorization, no such database, insufficient resources, server shut down or starting
+(not 57014, a statement cancelled: see :func:`_statement_timed_out`)."""
 
 
 def _database_unavailable(error: BaseException) -> bool:
@@ -43,7 +44,21 @@ def _database_unavailable(error: BaseException) -> bool:
             return True  # refused, unreachable, unknown host, timed out (not a file error)
         if isinstance(current, asyncpg.PostgresError):
             sqlstate = str(getattr(current, "sqlstate", "") or "")
-            return sqlstate[:2] in _UNAVAILABLE_SQLSTATE_CLASSES
+            return sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _statement_timed_out(error: BaseException) -> bool:
+    """Whether ``error`` is a statement cancelled by the server's statement timeout."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, asyncpg.QueryCanceledError):
+            return True
         current = current.__cause__ or current.__context__
     return False
 
@@ -111,7 +126,7 @@ class RaizGroup(click.Group):
         from pydantic import ValidationError
         from sqlalchemy.exc import ArgumentError
 
-        from app.config import ConfigurationError
+        from app.config import ConfigurationError, get_settings
 
         try:
             return super().invoke(ctx)
@@ -132,6 +147,13 @@ class RaizGroup(click.Group):
                 click.echo(
                     f"error: database unavailable ({_database_named()}): "
                     f"{type(error).__name__}: {_first_line(error)}",
+                    err=True,
+                )
+            elif _statement_timed_out(error):
+                click.echo(
+                    "error: database: a statement ran past RAIZ_DB_STATEMENT_TIMEOUT_MS "
+                    f"({get_settings().db_statement_timeout_ms} ms) or waited "
+                    "that long for a lock; raise it for this command",
                     err=True,
                 )
             elif (missing := _schema_missing(error)) is not None:

@@ -247,3 +247,42 @@ def test_a_database_never_migrated_is_one_line_and_exit_3(
         asyncio.run(admin_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     assert line.startswith("error: database not migrated (")
     assert line.endswith("does not exist; run `raiz db upgrade`")
+
+
+def test_a_statement_timeout_is_one_line_and_exit_3_not_database_unavailable(
+    runner, monkeypatch, database_url
+):
+    # reconcile waits for a lock another session holds, past the statement timeout
+    import asyncio
+    import threading
+
+    import asyncpg
+
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        async def hold() -> None:
+            connection = await asyncpg.connect(database_url)
+            try:
+                async with connection.transaction():
+                    await connection.execute("LOCK TABLE ledger.accounts IN ACCESS EXCLUSIVE MODE")
+                    locked.set()
+                    await asyncio.get_running_loop().run_in_executor(None, release.wait, 30)
+            finally:
+                await connection.close()
+
+        asyncio.run(hold())
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        monkeypatch.setenv("DATABASE_URL", database_url)
+        monkeypatch.setenv("RAIZ_DB_STATEMENT_TIMEOUT_MS", "300")
+        line = _refused(runner.invoke(main, ["ledger", "reconcile"]))
+    finally:
+        release.set()
+        holder.join(30)
+    assert line.startswith(
+        "error: database: a statement ran past RAIZ_DB_STATEMENT_TIMEOUT_MS (300 ms)"
+    )
