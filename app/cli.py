@@ -80,11 +80,14 @@ def _schema_missing(error: BaseException) -> str | None:
 
 
 def _raised_by_the_driver(error: BaseException) -> bool:
-    """Whether ``error`` was raised while the database driver connected or talked."""
+    """Whether ``error`` was raised while the database driver connected or talked, or while
+    the embedded server started."""
     frame = error.__traceback__
     while frame is not None:
         module = str(frame.tb_frame.f_globals.get("__name__", ""))
-        if module.partition(".")[0] in ("asyncpg", "sqlalchemy", "alembic"):
+        if module.partition(".")[0] in ("asyncpg", "sqlalchemy", "alembic", "pgserver"):
+            return True
+        if module == "app.db.embedded":  # the embedded server's data directory
             return True
         frame = frame.tb_next
     return False

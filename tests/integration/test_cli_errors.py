@@ -286,3 +286,15 @@ def test_a_statement_timeout_is_one_line_and_exit_3_not_database_unavailable(
     assert line.startswith(
         "error: database: a statement ran past RAIZ_DB_STATEMENT_TIMEOUT_MS (300 ms)"
     )
+
+
+def test_an_embedded_database_that_cannot_start_is_one_line_and_exit_3(
+    runner, monkeypatch, tmp_path
+):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.delenv("RAIZ_DATABASE_URL", raising=False)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("RAIZ_DATA_DIR", str(blocker / "raiz"))
+    line = _refused(runner.invoke(main, ["ledger", "reconcile"]))
+    assert line.startswith("error: database unavailable (the embedded database): ")
