@@ -25,3 +25,15 @@ def test_nginx_logs_no_query_string_where_websocket_tokens_travel():
                 continue
             assert name in formats, f"access_log {path} uses the default format"
             assert not QUERY_VARIABLES.search(formats[name]), formats[name]
+
+
+def test_the_instances_data_directory_is_created_and_writable():
+    unit = (DEPLOY / "raiz@.service").read_text()
+    data_dir = re.search(r"^Environment=RAIZ_DATA_DIR=(\S+)$", unit, re.M)
+    assert data_dir is not None
+    state = re.search(r"^StateDirectory=(\S+)$", unit, re.M)
+    assert state is not None, "nothing creates /var/lib/raiz (ReadWritePaths= needs it)"
+    root = f"/var/lib/{state.group(1)}"
+    assert data_dir.group(1).startswith(root + "/")
+    writable = re.findall(r"^ReadWritePaths=(\S+)$", unit, re.M)
+    assert any(data_dir.group(1).startswith(path.lstrip("-")) for path in [root, *writable])
