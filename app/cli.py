@@ -19,13 +19,166 @@ __all__ = ("main",)
 
 T = TypeVar("T")
 
+EXIT_CANNOT_RUN = 3
+"""Exit status when a command could not run at all: unusable settings, or no database.
+
+(1 is "the check found problems", 2 "bad arguments or unknown ids".)"""
+
+_UNAVAILABLE_SQLSTATES = ("08", "28", "3D", "53", "57P")
+"""PostgreSQL error codes (prefixes) meaning "no usable connection": connection exception,
+invalid authorization, no such database, insufficient resources, server shut down or starting
+(not 57014, a statement cancelled: see :func:`_statement_timed_out`)."""
+
+
+def _database_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) says the database cannot be reached or used."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, asyncpg.exceptions.ConnectionDoesNotExistError):
+            return True
+        if isinstance(current, OSError) and _raised_by_the_driver(current):
+            return True  # refused, unreachable, unknown host, timed out (not a file error)
+        if isinstance(current, asyncpg.PostgresError):
+            sqlstate = str(getattr(current, "sqlstate", "") or "")
+            return sqlstate.startswith(_UNAVAILABLE_SQLSTATES)
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _statement_timed_out(error: BaseException) -> bool:
+    """Whether ``error`` is a statement cancelled by the server's statement timeout."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, asyncpg.QueryCanceledError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _schema_missing(error: BaseException) -> str | None:
+    """The server's message when ``error`` says a table or schema of ours does not exist (a
+    database that was never migrated), else ``None``."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        missing = (asyncpg.exceptions.UndefinedTableError, asyncpg.InvalidSchemaNameError)
+        if isinstance(current, missing):
+            return str(current.args[0]) if current.args else type(current).__name__
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _raised_by_the_driver(error: BaseException) -> bool:
+    """Whether ``error`` was raised while the database driver connected or talked, or while
+    the embedded server started."""
+    frame = error.__traceback__
+    while frame is not None:
+        module = str(frame.tb_frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] in ("asyncpg", "sqlalchemy", "alembic", "pgserver"):
+            return True
+        if module == "app.db.embedded":  # the embedded server's data directory
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _database_named() -> str:
+    """The configured database URL without its password (for error messages)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    url = os.environ.get("DATABASE_URL") or os.environ.get("RAIZ_DATABASE_URL")
+    if not url:
+        return "the embedded database"
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "DATABASE_URL"
+
+
+def _variable(location: tuple[int | str, ...]) -> str:
+    """The environment variable of a setting's validation error location."""
+    if not location:
+        return "settings"
+    name = str(location[0])
+    return "DATABASE_URL" if name == "database_url" else f"RAIZ_{name.upper()}"
+
+
+class RaizGroup(click.Group):
+    """The ``raiz`` group: a command that cannot run says why in one line, never with a
+    traceback, and exits with :data:`EXIT_CANNOT_RUN`."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from alembic.util.exc import CommandError
+        from pydantic import ValidationError
+        from sqlalchemy.exc import ArgumentError
+
+        from app.config import ConfigurationError, get_settings
+
+        try:
+            return super().invoke(ctx)
+        except ValidationError as error:
+            # the variables' names, never their values (they may be keys)
+            problems = "; ".join(
+                f"{_variable(problem['loc'])}: {problem['msg']}"
+                for problem in error.errors(include_url=False, include_input=False)
+            )
+            click.echo(f"error: configuration: {problems}", err=True)
+        except (ConfigurationError, ArgumentError) as error:
+            click.echo(f"error: configuration: {_first_line(error)}", err=True)
+        except CommandError as error:
+            # e.g. a database migrated by a newer release: "Can't locate revision ..."
+            click.echo(f"error: migrations: {_first_line(error)}", err=True)
+        except Exception as error:
+            if _database_unavailable(error):
+                click.echo(
+                    f"error: database unavailable ({_database_named()}): "
+                    f"{type(error).__name__}: {_first_line(error)}",
+                    err=True,
+                )
+            elif _statement_timed_out(error):
+                click.echo(
+                    "error: database: a statement ran past RAIZ_DB_STATEMENT_TIMEOUT_MS "
+                    f"({get_settings().db_statement_timeout_ms} ms) or waited "
+                    "that long for a lock; raise it for this command",
+                    err=True,
+                )
+            elif (missing := _schema_missing(error)) is not None:
+                click.echo(
+                    f"error: database not migrated ({_database_named()}): {missing}; "
+                    "run `raiz db upgrade`",
+                    err=True,
+                )
+            else:
+                raise
+        sys.exit(EXIT_CANNOT_RUN)
+
 
 def run_with_database(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     """Run ``work`` with a pool on the configured (or embedded) database, then close it."""
     from app.config import get_settings
     from app.db import Database, resolve_database_url
+    from app.logging import configure_logging
 
     settings = get_settings()
+    # Log lines go to stderr: stdout is the command's answer (JSON for some commands).
+    configure_logging(settings.log_level, json=settings.log_json)
     url = resolve_database_url(settings)
 
     async def runner() -> T:
@@ -38,15 +191,22 @@ def run_with_database(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
     return asyncio.run(runner())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RaizGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Raiz: auditable real-money Cacheta, Pife and Truco tables."""
 
 
 @main.command()
 @click.option("--host", default=None, help="Interface to listen on (default RAIZ_HOST).")
-@click.option("--port", type=int, default=None, help="Port (default RAIZ_PORT, 8000).")
-@click.option("--workers", type=int, default=None, help="Worker processes (default RAIZ_WORKERS).")
+@click.option(
+    "--port", type=click.IntRange(1, 65_535), default=None, help="Port (default RAIZ_PORT, 8000)."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes (default RAIZ_WORKERS).",
+)
 @click.option(
     "--migrate/--no-migrate", default=None, help="Apply pending migrations first (default on)."
 )
@@ -54,15 +214,20 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     """Serve the API (on an embedded PostgreSQL when DATABASE_URL is unset)."""
     import uvicorn
 
+    from app.compliance.signatures import check_active_key
     from app.config import get_settings
     from app.db import resolve_database_url
     from app.db.migrate import upgrade
+    from app.main import check_settings
 
     settings = get_settings()
+    check_settings(settings)  # before migrating and before any worker starts (and restarts)
     url = resolve_database_url(settings)
     if settings.auto_migrate if migrate is None else migrate:
         upgrade(url)
-    worker_count = workers or settings.workers
+    # A refusal at a worker's start-up would only restart the worker, again and again.
+    run_with_database(check_active_key)
+    worker_count = settings.workers if workers is None else workers
     # Worker processes read the resolved URL (the embedded server's socket) from here.
     os.environ["DATABASE_URL"] = url
     if worker_count > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:

@@ -7,17 +7,22 @@ has its development value, and refuses test-only switches such as fixed decks.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 __all__ = (
     "DEV_PAYMENT_WEBHOOK_SECRET",
     "DEV_SEED_KEYRING",
     "DEV_SIGNING_KEYRING",
+    "PRESENCE_REFRESH_S",
     "ConfigurationError",
     "Settings",
     "get_settings",
@@ -34,6 +39,50 @@ DEV_PAYMENT_WEBHOOK_SECRET = "development-only-webhook-secret"  # noqa: S105
 
 class ConfigurationError(RuntimeError):
     """The settings are unusable; the service refuses to start."""
+
+
+def _key_material(keyring: str) -> set[bytes]:
+    """The decodable keys of a ``key_id:base64,...`` keyring (malformed entries are left to
+    the keyring's own parser, which names them)."""
+    keys = set()
+    for entry in keyring.split(","):
+        _, _, encoded = entry.partition(":")
+        try:
+            keys.add(base64.b64decode(encoded.strip(), validate=True))
+        except (binascii.Error, ValueError):
+            continue
+    return keys
+
+
+PRESENCE_REFRESH_S = 5.0
+"""An open table WebSocket refreshes its player's presence this often (``app.tables.realtime``)."""
+MIN_PRODUCTION_PRESENCE_GRACE_S = 2 * PRESENCE_REFRESH_S
+"""The shortest presence grace production accepts: a missed refresh must not count a
+connected player as away (a table with a player away freezes, and an abandon deadline is armed)."""
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Values of ``RAIZ_LOG_LEVEL`` (any case)."""
+
+
+def _database_url_problem(url: str) -> str | None:
+    """What makes ``url`` unusable as the service's PostgreSQL URL (never quoting it: it may
+    hold a password), or ``None``."""
+    expected = "expected postgresql://user:password@host:5432/database"
+    try:
+        parsed = make_url(url)
+        port = parsed.port
+    except (ArgumentError, ValueError):
+        return f"not a URL; {expected}"
+    scheme = parsed.drivername.partition("+")[0]
+    if scheme not in ("postgresql", "postgres"):
+        return f"the scheme is {scheme!r}, not postgresql; {expected}"
+    if port is not None and not 1 <= port <= 65_535:
+        return f"port {port} is out of range"
+    return None
+
+
+_DEV_KEYS = _key_material(DEV_SEED_KEYRING) | _key_material(DEV_SIGNING_KEYRING)
+"""The development keys' material, public in the repository whatever id they are given."""
 
 
 class Settings(BaseSettings):
@@ -116,15 +165,41 @@ class Settings(BaseSettings):
     log_json: bool = True
     """Structured JSON logs (one object per line); false gives human-readable lines."""
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None  # set but empty is unset (production then refuses it)
+        problem = _database_url_problem(value)
+        if problem is not None:
+            # not a ValueError: pydantic's message would quote the value, password included
+            raise ConfigurationError(f"DATABASE_URL is unusable: {problem}")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_log_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            msg = f"unknown log level; expected one of {', '.join(LOG_LEVELS)}"
+            raise ValueError(msg)
+        return level
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:
         if self.env != "production":
             return self
         problems = []
+        # By key material, not by the setting's text: a development key listed beside a
+        # real one, under another id or with other spacing is as public.
         if self.seed_keyring == DEV_SEED_KEYRING:
             problems.append("RAIZ_SEED_KEYRING still has its development value")
+        elif _key_material(self.seed_keyring) & _DEV_KEYS:
+            problems.append("RAIZ_SEED_KEYRING holds a development key")
         if self.signing_keyring == DEV_SIGNING_KEYRING:
             problems.append("RAIZ_SIGNING_KEYRING still has its development value")
+        elif _key_material(self.signing_keyring) & _DEV_KEYS:
+            problems.append("RAIZ_SIGNING_KEYRING holds a development key")
         if self.payment_webhook_secret == DEV_PAYMENT_WEBHOOK_SECRET:
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
         elif not self.payment_webhook_secret.strip():
@@ -139,6 +214,12 @@ class Settings(BaseSettings):
             problems.append("RAIZ_DEAL_DELAY_S is 0: commitments must be public before the deal")
         if self.database_url is None:
             problems.append("DATABASE_URL is required (no embedded database in production)")
+        if self.presence_grace_s < MIN_PRODUCTION_PRESENCE_GRACE_S:
+            problems.append(
+                f"RAIZ_PRESENCE_GRACE_S is {self.presence_grace_s:g}: below "
+                f"{MIN_PRODUCTION_PRESENCE_GRACE_S:g} s (two WebSocket presence refreshes): "
+                "players on an open socket would count as away and their tables freeze"
+            )
         if problems:
             raise ConfigurationError("refusing to start in production: " + "; ".join(problems))
         return self

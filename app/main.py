@@ -11,6 +11,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from litestar import Litestar
 from litestar.channels import ChannelsPlugin
 from litestar.di import Provide
+from litestar.enums import ScopeType
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
@@ -32,7 +33,7 @@ from app.compliance.controllers import (
     ComplianceController,
     PlayerHandsController,
 )
-from app.compliance.monitor import AuditMonitor
+from app.compliance.monitor import AuditMonitor, count_latest_sweep
 from app.compliance.signatures import check_active_key, check_signing_settings
 from app.config import Settings, get_settings
 from app.db import Database
@@ -40,7 +41,12 @@ from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.db.engine import sync_url
 from app.errors import exception_handlers
 from app.logging import configure_logging
-from app.metrics import HTTP_LATENCY_BUCKETS_S, update_pool_gauges
+from app.metrics import (
+    HTTP_LATENCY_BUCKETS_S,
+    forget_dead_workers,
+    forget_this_worker,
+    update_pool_gauges,
+)
 from app.rng_api import (
     RngController,
     RngServices,
@@ -73,7 +79,7 @@ from rng.service import RngServiceError
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-__all__ = ("create_app",)
+__all__ = ("check_settings", "create_app")
 
 API_VERSION = "0.1.0"
 POOL_GAUGE_INTERVAL_S = 1.0
@@ -90,6 +96,16 @@ class MetricsController(PrometheusController):
     include_in_schema = False
 
 
+def check_settings(settings: Settings) -> None:
+    """The start-up checks of the keyrings (``ConfigurationError``, no key in the message).
+
+    ``raiz serve`` runs them before it migrates or starts a worker: a worker that cannot
+    start is restarted by the server, again and again, and the service never stops.
+    """
+    RngServices.from_settings(settings)
+    check_signing_settings(settings)
+
+
 def create_app(settings: Settings | None = None, database: Database | None = None) -> Litestar:
     """Build the API.
 
@@ -102,8 +118,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     url = resolve_database_url_sync(settings)
     db = database or Database.connect(url, settings)
     capacity = settings.db_pool_size + settings.db_max_overflow
+    check_settings(settings)
     rng_services = RngServices.from_settings(settings)
-    check_signing_settings(settings)
     checkpoints = CheckpointJob(db, settings)
     audit = AuditMonitor(db, settings)
 
@@ -125,9 +141,11 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         update_pool_gauges(db.engine, capacity)
 
     async def refresh_table_gauges() -> None:
+        forget_dead_workers()
         await count_tables_by_status(db)
         await count_overdue_deadlines(db)
         await count_failed_deadlines(db)
+        await count_latest_sweep(db)
 
     async def forget_old_login_failures() -> None:
         async with db.session() as session:
@@ -138,6 +156,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         if embedded:
             await ensure_database_async(url)
         await check_active_key(db, settings)
+        forget_dead_workers()
         update_pool_gauges(db.engine, capacity)
         build_scheduler(
             runner,
@@ -165,6 +184,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             if scheduler.running:
                 scheduler.shutdown(wait=False)
             await db.dispose()
+            forget_this_worker()
 
     prometheus = PrometheusConfig(
         app_name="raiz",
@@ -172,6 +192,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         group_path=True,
         buckets=list(HTTP_LATENCY_BUCKETS_S),
         exclude=["/metrics"],
+        # Requests only: a table socket never reaches the middleware's status and duration
+        # (it was counted as a 200 answered in 0 s, and "in progress" while open).
+        scopes={ScopeType.HTTP},
     )
     channels = ChannelsPlugin(
         backend=ResilientPgListener(sync_url(url)),

@@ -7,12 +7,16 @@ module holds the domain metrics and the database pool gauges.  In multi-process 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client import Gauge
+from prometheus_client import Gauge, multiprocess
+from sqlalchemy import event
+from sqlalchemy.orm import Session, SessionTransaction
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 __all__ = (
     "DB_POOL_CAPACITY",
@@ -20,8 +24,42 @@ __all__ = (
     "DB_POOL_OVERFLOW",
     "DB_POOL_SIZE",
     "HTTP_LATENCY_BUCKETS_S",
+    "count_on_commit",
+    "forget_dead_workers",
+    "forget_this_worker",
     "update_pool_gauges",
 )
+
+
+class _Incrementable(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+_PENDING_KEY = "raiz_pending_counts"
+
+
+def count_on_commit(session: AsyncSession, counter: _Incrementable, amount: float = 1) -> None:
+    """Add ``amount`` to ``counter`` when the transaction of ``session`` commits.
+
+    What a transaction did (a seat paid, a round finished, a prize paid) is counted only if
+    it happened: a transaction rolled back -- a refused request, a failing timer that will
+    be retried -- counts nothing.  (The ledger counts its transfers the same way.)
+    """
+    pending: list[tuple[_Incrementable, float]] = session.info.setdefault(_PENDING_KEY, [])
+    pending.append((counter, amount))
+
+
+@event.listens_for(Session, "after_commit")
+def _count_committed(session: Session) -> None:
+    for counter, amount in session.info.pop(_PENDING_KEY, []):
+        counter.inc(amount)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_rolled_back(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:  # the outermost transaction ended; savepoints change nothing
+        session.info.pop(_PENDING_KEY, None)
+
 
 HTTP_LATENCY_BUCKETS_S = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -48,6 +86,45 @@ DB_POOL_CAPACITY = Gauge(
     "Most connections the pool may open (size + max overflow), summed over workers.",
     multiprocess_mode="livesum",
 )
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def forget_dead_workers() -> None:
+    """Drop the live-mode gauges of worker processes that no longer run (multi-process mode).
+
+    A ``live*`` gauge is summed (or taken) over the files of the processes that have not
+    been marked dead, and nothing marks a worker dead when it crashes: ``raiz serve``
+    restarts it, and the dead worker's pool (connections checked out, capacity) and its
+    last database counts (overdue deadlines, running tables) were aggregated forever.
+    Every worker calls this at start-up and with its periodic gauges.
+    """
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return
+    pids = set()
+    for path in Path(directory).glob("gauge_live*_*.db"):
+        suffix = path.stem.rpartition("_")[2]
+        if suffix.isdigit():
+            pids.add(int(suffix))
+    for pid in pids:
+        if not _running(pid):
+            multiprocess.mark_process_dead(pid, directory)
+
+
+def forget_this_worker() -> None:
+    """At a worker's shutdown: its live-mode gauges stop counting."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        multiprocess.mark_process_dead(os.getpid(), directory)
 
 
 def update_pool_gauges(engine: AsyncEngine, capacity: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -126,6 +127,10 @@ def export_round_command(round_id: str, output: Path | None) -> None:
 
     target = _round_id(round_id)
     path = output or Path(f"round-{target}.json")
+    # Before the export is read and recorded in the access log, not after.
+    folder = path.parent.resolve()
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise click.BadParameter(f"cannot write in {str(folder)!r}", param_hint="--output")
 
     async def work(database: Database, settings: Settings) -> dict[str, Any]:
         async with database.session() as session:
@@ -141,7 +146,11 @@ def export_round_command(round_id: str, output: Path | None) -> None:
     except AppError as error:
         click.echo(f"error: {error.code}: {error.message}", err=True)
         sys.exit(2)
-    path.write_text(json.dumps(bundle, ensure_ascii=False), encoding="utf-8")
+    try:
+        path.write_text(json.dumps(bundle, ensure_ascii=False), encoding="utf-8")
+    except OSError as error:
+        click.echo(f"error: cannot write {path}: {error.strerror or error}", err=True)
+        sys.exit(2)
     click.echo(f"wrote {path} ({len(bundle['rounds'])} rounds); verify it offline with:")
     click.echo(f"  python -m app.compliance.verify_bundle {path}")
 

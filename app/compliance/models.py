@@ -1,5 +1,5 @@
 """Tables of compliance (schema ``game``), all insert-only: database triggers refuse
-UPDATE, DELETE and TRUNCATE (migration ``game_0004``).
+UPDATE, DELETE and TRUNCATE (migrations ``compliance_0001`` and ``compliance_0002``).
 
 * ``signing_keys``: every public key that ever signed, kept forever (rotations add rows);
 * ``round_signatures``: one per finished round: the record, its hash, key id, signature;

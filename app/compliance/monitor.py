@@ -51,6 +51,7 @@ __all__ = (
     "RECONCILE_RUNS",
     "AuditMonitor",
     "SweepReport",
+    "count_latest_sweep",
 )
 
 AUDIT_LOCK_KEY: Final = 0x7261697A_61756474
@@ -84,9 +85,33 @@ RECONCILE_RUNS = Counter(
 )
 RECONCILE_PROBLEMS = Gauge(
     "raiz_ledger_reconcile_problems",
-    "Problems found by the latest ledger reconciliation of this worker (0 when clean).",
-    multiprocess_mode="max",
+    "Problems found by the latest ledger reconciliation (0 when clean), whichever worker or "
+    "instance ran it (read from game.audit_sweeps every 5 s).",
+    multiprocess_mode="livemostrecent",
 )
+
+
+async def count_latest_sweep(database: Database) -> None:
+    """Refresh ``raiz_ledger_reconcile_problems`` and ``raiz_audit_last_sweep_timestamp_seconds``
+    from the latest sweep recorded in the database.
+
+    One worker of one instance sweeps at a time; every worker of every instance reports what
+    the latest sweep found, so that an instance whose own last sweep found a problem does not
+    keep reporting it after a clean sweep elsewhere (nor a restarted one report no sweep).
+    """
+    async with database.session() as session:
+        latest = (
+            await session.execute(
+                select(AuditSweep.reconcile_problems, AuditSweep.finished_at)
+                .order_by(AuditSweep.id.desc())
+                .limit(1)
+            )
+        ).first()
+    if latest is None:
+        return
+    problems, finished_at = latest
+    RECONCILE_PROBLEMS.set(problems)
+    AUDIT_LAST_SWEEP.set(finished_at.timestamp())
 
 
 @dataclass(slots=True)

@@ -40,12 +40,6 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
     JSON and JSONB columns are decoded with ``msgspec`` (several times faster than the standard
     library, the same values for every document PostgreSQL can return: it never writes NaN,
     infinities or lone surrogates, the only inputs on which the two decoders differ).
-
-    Statement parameters are never shown (``hide_parameters``): SQLAlchemy would otherwise put
-    them into the message of every database error, which the API and the scheduler log with
-    its traceback, and into its statement log. They hold what must stay secret while a round
-    is in play (a deal's log entry, every hand and the stock in the table's state) and
-    credentials (password hashes, session tokens).
     """
     return create_async_engine(
         async_url(url),
@@ -54,6 +48,8 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_pool_timeout_s,
         pool_pre_ping=True,
+        # A failed statement's message would quote its parameters (a deal, a password hash),
+        # and failed requests log their traceback.
         hide_parameters=True,
         connect_args={
             "server_settings": {

@@ -85,7 +85,14 @@ def run_demo(options: DemoOptions, echo: Echo) -> int:
         log_path=log_path,
     )
     started = time.monotonic()
-    server.start()
+    try:
+        server.start()
+    except RuntimeError as error:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        echo(f"error: the demo's server did not start: {error}")
+        if lines:
+            echo(f"       its last log line ({log_path}): {lines[-1]}")
+        return 3  # could not run (as `raiz` commands whose database is unavailable)
     database = "embedded PostgreSQL in " + str(settings.embedded_pg_dir)
     if settings.database_url is not None:
         database = "DATABASE_URL (" + _hide_password(settings.database_url) + ")"

@@ -19,6 +19,7 @@ from sqlalchemy import select, text
 from app.compliance.signatures import sign_round
 from app.db.base import utcnow
 from app.games.events import ClaimResolved, Event
+from app.metrics import count_on_commit
 from app.tables import metrics
 from app.tables.hosting import GameSpec, HostedMatch, match_ended, round_ended
 from app.tables.models import Round, RoundLogEntry, RoundResult, Seat, Table
@@ -141,7 +142,7 @@ class TableDriver:
         self._match = self.spec.new_match(options, len(seats))
         table.status = "running"
         table.started_at = self._now
-        metrics.TABLES_STARTED.inc()
+        count_on_commit(self._session, metrics.TABLES_STARTED)
         # The match's own opening events (e.g. ``match_started``) open round 1's log.
         await self._begin_round(1, initial_events=tuple(self._match.events))
 
@@ -213,7 +214,7 @@ class TableDriver:
     async def _after(self, events: Sequence[Event]) -> None:
         for event in events:
             if isinstance(event, ClaimResolved) and event.outcome in ("closed", "burned"):
-                metrics.CLAIMS.labels(event.outcome).inc()
+                count_on_commit(self._session, metrics.CLAIMS.labels(event.outcome))
         ended = round_ended(events)
         if ended is not None:
             await self._finish_round(ended.to_dict())
@@ -237,7 +238,8 @@ class TableDriver:
         await sign_round(
             self._session, self._context.settings, self._context.rng, self.table, round_, result
         )
-        metrics.ROUNDS_FINISHED.labels(str(summary.get("result", "unknown"))).inc()
+        result_label = str(summary.get("result", "unknown"))
+        count_on_commit(self._session, metrics.ROUNDS_FINISHED.labels(result_label))
 
     async def _finish_match(self, winner_seat: int, summary: dict[str, Any]) -> None:
         """Pay the winner at the table's fee snapshot and close the escrow."""
@@ -274,9 +276,9 @@ class TableDriver:
                 )
             ],
         }
-        metrics.TABLES_FINISHED.inc()
-        metrics.PAYOUT_CENTS.inc(sum(settlement.payouts_cents))
-        metrics.FEE_CENTS.inc(settlement.fee_cents)
+        count_on_commit(self._session, metrics.TABLES_FINISHED)
+        count_on_commit(self._session, metrics.PAYOUT_CENTS, sum(settlement.payouts_cents))
+        count_on_commit(self._session, metrics.FEE_CENTS, settlement.fee_cents)
 
     async def _round_has_result(self, round_id: uuid.UUID) -> bool:
         return (await self._session.get(RoundResult, round_id)) is not None

@@ -33,7 +33,7 @@ TABLES_BY_STATUS = Gauge(
     "raiz_tables",
     "Tables by status (open, running, finished, cancelled), counted in the database.",
     ["status"],
-    multiprocess_mode="max",
+    multiprocess_mode="livemostrecent",
 )
 TABLES_STARTED = Counter("raiz_tables_started_total", "Matches started.")
 TABLES_FINISHED = Counter("raiz_tables_finished_total", "Matches finished and paid.")

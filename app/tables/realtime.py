@@ -38,6 +38,7 @@ from litestar.params import FromPath
 from sqlalchemy import DateTime, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 
+from app import config
 from app.accounts.auth import principal_of
 from app.accounts.service import AccountService
 from app.db import Database
@@ -50,8 +51,9 @@ from app.tables.views import TableSnapshot, read_table, render_view, table_view
 
 __all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "SharedTableReads", "table_socket")
 
-PRESENCE_REFRESH_S = 5.0
-"""An open socket refreshes its player's presence this often."""
+PRESENCE_REFRESH_S = config.PRESENCE_REFRESH_S
+"""An open socket refreshes its player's presence this often (production settings refuse a
+presence grace shorter than two refreshes)."""
 NOT_FOUND_CLOSE_CODE = 4404
 UNAUTHORIZED_CLOSE_CODE = 4401
 

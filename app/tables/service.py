@@ -26,6 +26,7 @@ from app.errors import (
     ValidationFailed,
 )
 from app.games.errors import GameError
+from app.metrics import count_on_commit
 from app.tables import metrics
 from app.tables.driver import TableDriver
 from app.tables.errors import from_game_error
@@ -223,7 +224,7 @@ class TableService:
                 table.entry_cents,
                 {"seat": seat.id},
             )
-            metrics.ENTRY_CENTS.inc(table.entry_cents)
+            count_on_commit(self._session, metrics.ENTRY_CENTS, table.entry_cents)
         await self.touch(table.id, principal.user_id)
         seats.append(seat)
         driver = TableDriver(self._context, table, self._spec(table))
@@ -251,7 +252,7 @@ class TableService:
         if seat.entry_transfer_id is not None:
             seat.refund_transfer_id = f"refund:{table.id}:{seat.id}"
             await self._context.ledger.refund_entry(seat.refund_transfer_id, seat.entry_transfer_id)
-            metrics.REFUND_CENTS.inc(table.entry_cents)
+            count_on_commit(self._session, metrics.REFUND_CENTS, table.entry_cents)
 
     async def cancel(self, principal: Principal | None, table_id: uuid.UUID, reason: str) -> Table:
         """Cancel an open table and refund every entry (creator or operator; or the timer)."""
@@ -379,7 +380,7 @@ class TableService:
             )
         )
         await self.touch(table.id, principal.user_id)
-        metrics.ACTIONS.labels(str(action.get("type")), "applied").inc()
+        count_on_commit(self._session, metrics.ACTIONS.labels(str(kind), "applied"))
         return table, False
 
     async def add_client_seed(

@@ -10,6 +10,7 @@ import structlog
 from sqlalchemy import and_, func, select
 
 from app.db.base import utcnow
+from app.metrics import count_on_commit
 from app.tables import metrics
 from app.tables.driver import TableDriver
 from app.tables.hosting import GameSpec, game_for_preset
@@ -52,7 +53,7 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
             {"deadline": deadline.id, "timer": current.kind},
         )
         await driver.save()
-        metrics.TIMEOUTS.labels(current.kind).inc()
+        count_on_commit(session, metrics.TIMEOUTS.labels(current.kind))
         return True
 
     async def on_deal(session: AsyncSession, deadline: Deadline) -> bool:

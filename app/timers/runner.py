@@ -65,13 +65,13 @@ SCHEDULER_LAG = Histogram(
 DEADLINES_OVERDUE = Gauge(
     "raiz_deadlines_overdue",
     "Pending deadlines more than 5 s past due (a stuck or missing scheduler).",
-    multiprocess_mode="max",
+    multiprocess_mode="livemostrecent",
 )
 DEADLINES_FAILED = Gauge(
     "raiz_deadlines_failed",
     "Deadlines parked as failed (their handler kept raising): tables wait on them until an "
     "operator runs `raiz deadlines retry`.",
-    multiprocess_mode="max",
+    multiprocess_mode="livemostrecent",
 )
 OVERDUE_AFTER_S = 5.0
 """How late a pending deadline must be to count as overdue (sweeps run every 0.25 s)."""

@@ -110,3 +110,82 @@ async def test_an_exhausted_database_pool_answers_503_service_busy_and_changes_n
         assert again.status_code == 201, again.text
         metrics = (await client.get("/metrics")).text
     assert 'path="/auth/signup",status_code="503"' in metrics
+
+
+async def test_table_sockets_are_not_counted_as_http_requests(client, settings):
+    # A WebSocket was counted as a request answered 200 in 0 s when it closed (its status
+    # and duration never reach the middleware), and as "in progress" while open: the
+    # latency panel and the 5xx ratio mixed in every socket of every player.
+    from tests.integration.tables.helpers import create_table, operator, player
+
+    op = await operator(client, settings)
+    _, token = await player(client, settings, "pia", 0, op)
+    table = await create_table(client, token)
+    socket_session = await client.websocket_connect(f"/tables/{table['id']}/ws?token={token}")
+    with socket_session as socket:
+        assert socket.receive_json(timeout=10)["type"] == "view"
+        during = (await client.get("/metrics")).text
+    after = (await client.get("/metrics")).text
+    for body in (during, after):
+        http = [line for line in body.splitlines() if line.startswith("raiz_http_")]
+        assert http and not [line for line in http if "/ws" in line or "websocket" in line]
+
+
+def _expand_optional(path: str) -> list[str]:
+    """``/a[/{id}[/b]]`` -> ``/a``, ``/a/{id}``, ``/a/{id}/b``."""
+    start = path.find("[")
+    if start < 0:
+        return [path]
+    depth, end = 0, start
+    for end in range(start, len(path)):
+        depth += {"[": 1, "]": -1}.get(path[end], 0)
+        if depth == 0:
+            break
+    head, inner, tail = path[:start], path[start + 1 : end], path[end + 1 :]
+    return [head + tail] + [head + variant + tail for variant in _expand_optional(inner)]
+
+
+def _readme_routes() -> set[str]:
+    import re
+
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## API at a glance", 1)[1].split("\n## ", 1)[0]
+    routes = set()
+    for row in table.splitlines():
+        if not row.startswith("| `"):
+            continue
+        methods: list[str] = []
+        root = ""
+        for item in re.findall(r"`([^`]+)`", row.split(" | ", 1)[0]):
+            absolute = re.match(r"^((?:GET|POST|WS)(?:/(?:GET|POST))*) (/\S*)$", item)
+            if absolute:
+                methods, path = absolute.group(1).split("/"), absolute.group(2)
+                root = path
+            elif item.startswith("…/"):
+                path = root.rsplit("/", 1)[0] + item[1:]
+            elif item.startswith("/{"):
+                path = root.split("[", 1)[0] + item
+            else:
+                path = root.rsplit("/", 1)[0] + item
+            for variant in _expand_optional(path.split("?", 1)[0].split("[?", 1)[0]):
+                for method in methods:
+                    routes.add(f"{method} {re.sub(r'{[^}]*}', '{}', variant)}")
+    return routes
+
+
+async def test_the_readme_api_table_lists_every_route_and_only_those(client):
+    import re
+
+    served = set()
+    for route in client.app.routes:
+        methods = sorted(set(getattr(route, "methods", None) or {"WS"}) - {"HEAD", "OPTIONS"})
+        path = re.sub(r"{[^}]*}", "{}", route.path)
+        if path.startswith("/schema/"):
+            continue  # the OpenAPI document's renderings, under GET /schema
+        served |= {f"{method} {path}" for method in methods}
+    listed = _readme_routes()
+    assert len(served) >= 45
+    assert served - listed == set(), "routes missing from the README's API table"
+    assert listed - served == set(), "the README's API table lists routes that do not exist"

@@ -31,3 +31,35 @@ def test_other_records_are_left_alone():
     structured = _record({"event": "request", "path": "/tables"})
     RedactQueryTokens().filter(structured)
     assert structured.msg == {"event": "request", "path": "/tables"}
+
+
+def test_tracebacks_are_formatted_as_python_does_for_other_errors():
+    import sys
+    import traceback
+
+    from app.logging import format_exception_safely
+
+    def fail() -> None:
+        try:
+            try:
+                raise KeyError("seat")
+            except KeyError as error:
+                raise ValueError("bad seat") from error
+        except ValueError:
+            raise RuntimeError()  # noqa: B904 - the context link is what is tested
+
+    try:
+        try:
+            fail()
+        except RuntimeError:
+            raise OSError("disk") from None
+    except OSError:
+        expected = "".join(traceback.format_exception(*sys.exc_info())).rstrip("\n")
+        assert format_exception_safely(sys.exc_info()) == expected
+    try:
+        fail()
+    except RuntimeError:
+        expected = "".join(traceback.format_exception(*sys.exc_info())).rstrip("\n")
+        assert format_exception_safely(sys.exc_info()) == expected
+        assert "During handling of the above exception" in expected
+        assert "direct cause" in expected

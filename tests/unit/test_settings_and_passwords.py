@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from app.accounts.passwords import hash_password, verify_password
 from app.config import ConfigurationError, Settings
@@ -78,3 +79,83 @@ def test_password_hash_round_trip_and_salting():
 )
 def test_malformed_hashes_never_verify(stored):
     assert not verify_password("anything", stored)
+
+
+DEV_SEED_KEY = "ZGV2ZWxvcG1lbnQtb25seS1zZWVkLWtleS0zMmJ5dGU="
+DEV_SIGNING_KEY = "ZGV2ZWxvcG1lbnQtb25seS1lZDI1NTE5LXNlZWQhISE="
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        # the development key beside a real one (a rotation away from it left undone)
+        ("seed_keyring", f"k2:{'A' * 43}=,dev1:{DEV_SEED_KEY}"),
+        ("signing_keyring", f"dev1:{DEV_SIGNING_KEY},k2:{'B' * 43}="),
+        # the same key under another id, or spaced differently
+        ("signing_keyring", f"prod:{DEV_SIGNING_KEY}"),
+        ("signing_keyring", f" dev1:{DEV_SIGNING_KEY} "),
+        ("seed_keyring", f"dev1: {DEV_SEED_KEY}"),
+        # one development key in the other keyring is as public
+        ("seed_keyring", f"x:{DEV_SIGNING_KEY}"),
+    ],
+)
+def test_production_refuses_a_development_key_anywhere_in_a_keyring(setting, value):
+    # Public keys: with the development signing key anybody can sign a round record, with
+    # the development seed key anybody can open a sealed seed before its round ends.
+    with pytest.raises(ConfigurationError, match=f"RAIZ_{setting.upper()} holds a development"):
+        Settings(env="production", **{**REAL, setting: value})
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("not a url", "not a URL"),
+        ("mysql://raiz:s3cret-pw@db/raiz", "the scheme is 'mysql', not postgresql"),
+        ("sqlite:///raiz.db", "the scheme is 'sqlite'"),
+        ("postgresql://raiz:s3cret-pw@db:99999/raiz", "port 99999 is out of range"),
+        ("postgresql://raiz:s3cret-pw@db:port/raiz", "not a URL"),
+    ],
+)
+def test_an_unusable_database_url_is_refused_without_quoting_it(url, problem):
+    # It used to be accepted: mysql:// was silently rewritten to asyncpg, a bad port failed
+    # at the first connection, with a traceback.
+    with pytest.raises(ConfigurationError, match="DATABASE_URL is unusable") as refused:
+        Settings(database_url=url)
+    assert problem in str(refused.value)
+    assert "s3cret-pw" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://raiz@db/raiz",
+        "postgres://raiz:pw@db:5432/raiz",
+        "postgresql+asyncpg://raiz@127.0.0.1/raiz",
+        "postgresql:///raiz?host=/run/postgresql",
+    ],
+)
+def test_postgresql_urls_are_accepted(url):
+    assert Settings(database_url=url).database_url == url
+
+
+def test_an_empty_database_url_is_unset_and_refused_in_production():
+    # An empty DATABASE_URL used to pass the production check and serve the embedded database.
+    assert Settings(env="development", database_url="").database_url is None
+    with pytest.raises(ConfigurationError, match="DATABASE_URL is required"):
+        Settings(env="production", **{**REAL, "database_url": " "})
+
+
+def test_the_log_level_is_checked_at_start_up():
+    assert Settings(log_level="debug").log_level == "DEBUG"
+    with pytest.raises(ValidationError, match="unknown log level"):
+        Settings(log_level="LOUD")  # it failed in logging.setLevel when the app started
+
+
+def test_production_refuses_a_presence_grace_shorter_than_two_socket_refreshes():
+    # An open WebSocket refreshes presence every 5 s: with a shorter grace a connected
+    # player counts as away between refreshes, and the table freezes (abandon deadline).
+    for grace in (0, 3, 9.5):
+        with pytest.raises(ConfigurationError, match="RAIZ_PRESENCE_GRACE_S"):
+            Settings(env="production", presence_grace_s=grace, **REAL)
+    assert Settings(env="production", presence_grace_s=10, **REAL).presence_grace_s == 10
+    assert Settings(env="test", presence_grace_s=1).presence_grace_s == 1  # tests' fast grace

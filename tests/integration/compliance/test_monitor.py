@@ -101,3 +101,29 @@ async def test_a_sweep_reports_a_changed_payout_in_the_ledger_and_the_round(clie
         async with raw(url) as connection:
             await connection.execute(update, transfer, 100)
         await database.dispose()
+
+
+async def test_every_worker_reports_the_latest_sweep_whoever_ran_it(client, settings):
+    # This worker's own last sweep found problems; then another instance's worker swept
+    # clean.  The alert (max over instances) must clear: every worker reports the latest
+    # sweep of the database, refreshed with the other database counts (every 5 s).
+    import asyncio
+    import time
+
+    from app.compliance.monitor import RECONCILE_PROBLEMS
+
+    RECONCILE_PROBLEMS.set(3)
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute(
+            "INSERT INTO game.audit_sweeps (started_at, finished_at, worker, signed_up_to,"
+            " rounds_verified, tables_failed, reconcile_problems, findings)"
+            " VALUES (now(), now(), 'other-host:1', now(), 0, 0, 0, '[]')"
+        )
+    finally:
+        await connection.close()
+    deadline = time.monotonic() + 15
+    while sample("raiz_ledger_reconcile_problems") != 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert sample("raiz_ledger_reconcile_problems") == 0
+    assert abs(sample("raiz_audit_last_sweep_timestamp_seconds") - time.time()) < 30
