@@ -56,6 +56,9 @@ def _key_material(keyring: str) -> set[bytes]:
 
 PRESENCE_REFRESH_S = 5.0
 """An open table WebSocket refreshes its player's presence this often (``app.tables.realtime``)."""
+MIN_WEBHOOK_SECRET_LENGTH = 24
+"""The shortest payment webhook secret production accepts (its HMAC-SHA256 key): 24 random
+printable characters are well over 128 bits, out of reach of trying keys offline."""
 MIN_PRODUCTION_PRESENCE_GRACE_S = 2 * PRESENCE_REFRESH_S
 """The shortest presence grace production accepts: a missed refresh must not count a
 connected player as away (a table with a player away freezes, and an abandon deadline is armed)."""
@@ -204,6 +207,15 @@ class Settings(BaseSettings):
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
         elif not self.payment_webhook_secret.strip():
             problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET is empty (anybody could sign events)")
+        elif "REPLACE_WITH" in self.payment_webhook_secret:
+            problems.append(
+                "RAIZ_PAYMENT_WEBHOOK_SECRET is the placeholder of ops/deploy/raiz.env.example"
+            )
+        elif len(self.payment_webhook_secret.strip()) < (shortest := MIN_WEBHOOK_SECRET_LENGTH):
+            problems.append(
+                f"RAIZ_PAYMENT_WEBHOOK_SECRET is shorter than {shortest} characters (a short key "
+                "can be found by trying keys against one signed event)"
+            )
         if self.allow_fixed_decks:
             problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
         if self.allow_timer_overrides:

@@ -40,6 +40,19 @@ def test_production_refuses_an_empty_webhook_secret():
         Settings(env="production", **{**REAL, "payment_webhook_secret": ""})
 
 
+@pytest.mark.parametrize(
+    "secret",
+    ["x", "s3cret", "  " + "k" * 23 + "  ", "w" * 23, "REPLACE_WITH_PROVIDER_SECRET"],
+)
+def test_production_refuses_a_guessable_webhook_secret(secret):
+    # A short HMAC key can be found by trying keys against one signed event; the deployment
+    # example's placeholder is public.
+    with pytest.raises(ConfigurationError, match="RAIZ_PAYMENT_WEBHOOK_SECRET"):
+        Settings(env="production", **{**REAL, "payment_webhook_secret": secret})
+    long_enough = Settings(env="production", **{**REAL, "payment_webhook_secret": "w" * 24})
+    assert long_enough.payment_webhook_secret == "w" * 24
+
+
 def test_production_refuses_fixed_decks():
     with pytest.raises(ConfigurationError, match="RAIZ_ALLOW_FIXED_DECKS"):
         Settings(env="production", allow_fixed_decks=True, **REAL)
