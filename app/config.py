@@ -56,6 +56,9 @@ def _key_material(keyring: str) -> set[bytes]:
 
 PRESENCE_REFRESH_S = 5.0
 """An open table WebSocket refreshes its player's presence this often (``app.tables.realtime``)."""
+MAX_PRODUCTION_AUDIT_INTERVAL_S = 900.0
+"""The longest audit sweep interval production accepts: ``RaizAuditSweepStalled`` pages after 30
+minutes without a finished sweep, and a sweep itself takes time."""
 MIN_WEBHOOK_SECRET_LENGTH = 24
 """The shortest payment webhook secret production accepts (its HMAC-SHA256 key): 24 random
 printable characters are well over 128 bits, out of reach of trying keys offline."""
@@ -226,6 +229,12 @@ class Settings(BaseSettings):
             problems.append("RAIZ_DEAL_DELAY_S is 0: commitments must be public before the deal")
         if self.database_url is None:
             problems.append("DATABASE_URL is required (no embedded database in production)")
+        if self.audit_interval_s > MAX_PRODUCTION_AUDIT_INTERVAL_S:
+            problems.append(
+                f"RAIZ_AUDIT_INTERVAL_S is {self.audit_interval_s:g}: above "
+                f"{MAX_PRODUCTION_AUDIT_INTERVAL_S:g} s, the RaizAuditSweepStalled alert (no "
+                "sweep for 30 minutes) would fire between sweeps"
+            )
         if self.presence_grace_s < MIN_PRODUCTION_PRESENCE_GRACE_S:
             problems.append(
                 f"RAIZ_PRESENCE_GRACE_S is {self.presence_grace_s:g}: below "

@@ -53,6 +53,14 @@ def test_production_refuses_a_guessable_webhook_secret(secret):
     assert long_enough.payment_webhook_secret == "w" * 24
 
 
+def test_production_refuses_an_audit_interval_the_stalled_sweep_alert_would_page_on():
+    # RaizAuditSweepStalled (ops/monitoring/alerts.yml) pages when no sweep finished for 30 min.
+    with pytest.raises(ConfigurationError, match="RAIZ_AUDIT_INTERVAL_S"):
+        Settings(env="production", audit_interval_s=1800, **REAL)
+    assert Settings(env="production", audit_interval_s=900, **REAL).audit_interval_s == 900
+    assert Settings(env="development", audit_interval_s=7200).audit_interval_s == 7200
+
+
 def test_production_refuses_fixed_decks():
     with pytest.raises(ConfigurationError, match="RAIZ_ALLOW_FIXED_DECKS"):
         Settings(env="production", allow_fixed_decks=True, **REAL)
