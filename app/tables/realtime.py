@@ -8,13 +8,14 @@ NOTIFY, and bursts coalesce (only the newest state is sent).
 The sockets of one worker that wake up for the same change share one read of the table
 (:class:`SharedTableReads`); each renders its own viewer's view from it.
 
-A seated player counts as present while their socket is open: on connect, on each ping,
-and every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
+A seated player counts as present while their socket is open: on connect, on a ping (at
+most once per ``PING_CHECK_INTERVAL_S``: every ping gets its pong, a flood costs no more), and
+every ``PRESENCE_REFRESH_S`` through :class:`OpenSockets`, which refreshes all the
 sockets of a worker in one statement.
 
-The socket's token is checked again before every view it is sent and on every ping: once
-the token is revoked (logout, ``revoke-tokens``) or expired, the socket is closed with
-``UNAUTHORIZED_CLOSE_CODE`` instead of receiving another view.
+The socket's token is checked again before every view it is sent and on a ping (as often as
+a ping refreshes presence): once the token is revoked (logout, ``revoke-tokens``) or expired,
+the socket is closed with ``UNAUTHORIZED_CLOSE_CODE`` instead of receiving another view.
 """
 
 from __future__ import annotations
@@ -49,9 +50,18 @@ from app.tables.runtime import TableRuntime
 from app.tables.service import TableService
 from app.tables.views import TableSnapshot, read_table, render_view, table_view
 
-__all__ = ("PRESENCE_REFRESH_S", "OpenSockets", "SharedTableReads", "table_socket")
+__all__ = (
+    "PING_CHECK_INTERVAL_S",
+    "PRESENCE_REFRESH_S",
+    "OpenSockets",
+    "SharedTableReads",
+    "table_socket",
+)
 
 PRESENCE_REFRESH_S = config.PRESENCE_REFRESH_S
+PING_CHECK_INTERVAL_S = 1.0
+"""A socket's pings check its token and refresh its player's presence at most this often (each
+check is a database round trip; a flood of pings is answered without one each)."""
 """An open socket refreshes its player's presence this often (production settings refuse a
 presence grace shorter than two refreshes)."""
 NOT_FOUND_CLOSE_CODE = 4404
@@ -218,10 +228,13 @@ async def table_socket(
             return
 
         async def receive() -> None:
+            checked_at = -PING_CHECK_INTERVAL_S
             while True:
                 if _is_ping(await socket.receive_text()):
-                    await require_token()
-                    await refresh(send_view=False, touch=True)
+                    if time.monotonic() - checked_at >= PING_CHECK_INTERVAL_S:
+                        checked_at = time.monotonic()
+                        await require_token()
+                        await refresh(send_view=False, touch=True)
                     await socket.send_json({"type": "pong"})
 
         changed = asyncio.Event()

@@ -3,6 +3,7 @@ a logout), the socket gets no further view of the table (its player's hand inclu
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -91,3 +92,35 @@ async def test_a_socket_without_a_valid_token_is_closed_as_unauthenticated(clien
     with socket_session as socket:
         view = socket.receive_json(timeout=10)["view"]
         assert view["you"] == {"match_seat": None, "spectator": True}
+
+
+async def test_a_flood_of_pings_is_answered_without_a_database_round_trip_each(
+    client, settings, monkeypatch
+):
+    """Each ping used to check the token and write the player's presence: a client sending
+    pings in a loop made the worker run two transactions per message. A ping still gets its
+    pong at once, but the socket checks the token and refreshes presence at most once per
+    ``PING_CHECK_INTERVAL_S`` (the pushes still check the token before every view)."""
+    from app.accounts.service import AccountService
+    from app.tables.realtime import PING_CHECK_INTERVAL_S
+
+    game = await start_game(client, settings, players=2, dealer=0, options={"lives": 3, **SLOW})
+    checks = 0
+    authenticate = AccountService.authenticate
+
+    async def counted(self, token):
+        nonlocal checks
+        checks += 1
+        return await authenticate(self, token)
+
+    socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
+    with socket_session as socket:
+        assert socket.receive_json(timeout=10)["type"] == "view"
+        monkeypatch.setattr(AccountService, "authenticate", counted)
+        started = time.monotonic()
+        for _ in range(200):
+            socket.send_json({"type": "ping"})
+        for _ in range(200):
+            assert socket.receive_json(timeout=10) == {"type": "pong"}
+        elapsed = time.monotonic() - started
+    assert 1 <= checks <= elapsed / PING_CHECK_INTERVAL_S + 1, (checks, elapsed)
