@@ -408,3 +408,67 @@ async def test_a_role_that_could_undo_retention_is_named(database_url, service_u
             await admin.execute("ALTER TABLE game.presence OWNER TO CURRENT_USER")
     finally:
         await admin.close()
+
+
+async def test_raiz_serve_migrates_as_the_owner_and_serves_as_the_service_role(
+    empty_database, tmp_path
+):
+    """``raiz serve --workers 2`` on an empty database with both URLs: its migration runs as
+    the owner, its workers serve a whole match (HTTP, WebSockets, LISTEN, timers) as the
+    service role."""
+    from app.clients.bot_player import ActionStats
+    from tests.integration.live.support import (
+        FAST_TIMERS as LIVE_TIMERS,
+    )
+    from tests.integration.live.support import (
+        LIVE_ENV,
+        check_money,
+        close_all,
+        deposit,
+        get_table,
+        person,
+        play_match,
+        take_seat,
+    )
+    from tests.integration.live.support import (
+        create_table as create_live_table,
+    )
+    from tests.live import live_server
+
+    async for role in _login_role(empty_database):
+        service = _as(empty_database, role)
+        env = {
+            **LIVE_ENV,
+            "RAIZ_DATA_DIR": str(tmp_path / "data"),
+            "RAIZ_MIGRATION_DATABASE_URL": empty_database,
+        }
+        with live_server(service, workers=2, env=env) as base:
+            operator = await person(service, base, "operator", "operator")
+            players = [await person(service, base, f"player{i}") for i in range(4)]
+            for who in players:
+                await deposit(base, operator, who, 1_000)
+            table = await create_live_table(base, players[0], options={"lives": 2, **LIVE_TIMERS})
+            for who in players:
+                await take_seat(base, table["id"], who)
+            await play_match([base], table["id"], players, stats=ActionStats())
+            final = await get_table(base, table["id"], operator)
+            assert final["status"] == "finished"
+            await check_money(base, final, players)
+            await close_all([operator, *players])
+            connection = await asyncpg.connect(empty_database)
+            try:
+                # every connection of the server is the service role's
+                by_role = await connection.fetch(
+                    "SELECT usename::text AS role, count(*) AS n FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = 'raiz' "
+                    "GROUP BY 1"
+                )
+                owners = await connection.fetch(
+                    "SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname IN ('game', 'ledger', 'rng')"
+                )
+            finally:
+                await connection.close()
+        assert [row["role"] for row in by_role] == [role], by_role
+        assert [row["owner"] for row in owners] == [make_url(empty_database).username]
