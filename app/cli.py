@@ -79,6 +79,21 @@ def _schema_missing(error: BaseException) -> str | None:
     return None
 
 
+def _permission_denied(error: BaseException) -> str | None:
+    """The server's message when ``error`` is a privilege the connected role lacks (e.g.
+    migrations run as the serving role, which owns nothing), else ``None``."""
+    import asyncpg
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, asyncpg.InsufficientPrivilegeError):
+            return str(current.args[0]) if current.args else type(current).__name__
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _raised_by_the_driver(error: BaseException) -> bool:
     """Whether ``error`` was raised while the database driver connected or talked, or while
     the embedded server started."""
@@ -98,18 +113,22 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def _database_named() -> str:
-    """The configured database URL without its password (for error messages)."""
+def _database_named(migrations: bool = False) -> str:
+    """The configured database URL without its password (for error messages); with
+    ``migrations``, the URL migrations use (``RAIZ_MIGRATION_DATABASE_URL`` when set)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
+    variable = "DATABASE_URL"
     url = os.environ.get("DATABASE_URL") or os.environ.get("RAIZ_DATABASE_URL")
+    if migrations and os.environ.get("RAIZ_MIGRATION_DATABASE_URL", "").strip():
+        variable, url = "RAIZ_MIGRATION_DATABASE_URL", os.environ["RAIZ_MIGRATION_DATABASE_URL"]
     if not url:
         return "the embedded database"
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
-        return "DATABASE_URL"
+        return variable
 
 
 def _variable(location: tuple[int | str, ...]) -> str:
@@ -148,7 +167,8 @@ class RaizGroup(click.Group):
         except Exception as error:
             if _database_unavailable(error):
                 click.echo(
-                    f"error: database unavailable ({_database_named()}): "
+                    f"error: database unavailable "
+                    f"({_database_named(ctx.invoked_subcommand == 'db')}): "
                     f"{type(error).__name__}: {_first_line(error)}",
                     err=True,
                 )
@@ -163,6 +183,14 @@ class RaizGroup(click.Group):
                 click.echo(
                     f"error: database not migrated ({_database_named()}): {missing}; "
                     "run `raiz db upgrade`",
+                    err=True,
+                )
+            elif (denied := _permission_denied(error)) is not None:
+                click.echo(
+                    "error: database: permission denied "
+                    f"({_database_named(ctx.invoked_subcommand == 'db')}): {denied}; "
+                    "migrations run as the schemas' owner: set RAIZ_MIGRATION_DATABASE_URL "
+                    "(docs/operations.md, database roles)",
                     err=True,
                 )
             else:
@@ -224,12 +252,17 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     check_settings(settings)  # before migrating and before any worker starts (and restarts)
     url = resolve_database_url(settings)
     if settings.auto_migrate if migrate is None else migrate:
-        upgrade(url)
+        # as the schemas' owner when RAIZ_MIGRATION_DATABASE_URL is set
+        upgrade(settings.migration_database_url or url)
     # A refusal at a worker's start-up would only restart the worker, again and again.
     run_with_database(check_active_key)
+    if settings.env == "production":
+        _warn_about_the_serving_role()
     worker_count = settings.workers if workers is None else workers
     # Worker processes read the resolved URL (the embedded server's socket) from here.
     os.environ["DATABASE_URL"] = url
+    # ... and serve as DATABASE_URL's role only: the owner's URL is not passed on to them.
+    os.environ.pop("RAIZ_MIGRATION_DATABASE_URL", None)
     if worker_count > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         metrics_dir = settings.data_dir.resolve() / "prometheus"
         shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -252,6 +285,24 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     )
 
 
+def _warn_about_the_serving_role() -> None:
+    """Say so when the service would serve as a role that can drop its tables or disable their
+    triggers (a superuser, or their owner): a deployment serves as a member of raiz_service."""
+    from app.db.roles import serving_role_problem
+
+    async def work(database: Database, settings: Settings) -> str | None:
+        return await serving_role_problem(database)
+
+    problem = run_with_database(work)
+    if problem is not None:
+        click.echo(
+            f"raiz: warning: {problem}: it can drop the append-only tables or disable their "
+            "triggers; serve as a member of raiz_service and migrate with "
+            "RAIZ_MIGRATION_DATABASE_URL (docs/operations.md, database roles)",
+            err=True,
+        )
+
+
 @main.group()
 def db() -> None:
     """Database schema management."""
@@ -264,7 +315,8 @@ def db_upgrade() -> None:
     from app.db import resolve_database_url
     from app.db.migrate import upgrade
 
-    upgrade(resolve_database_url(get_settings()))
+    settings = get_settings()
+    upgrade(settings.migration_database_url or resolve_database_url(settings))
     click.echo("database is up to date", err=True)
 
 

@@ -13,7 +13,7 @@ import functools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -103,6 +103,10 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("DATABASE_URL", "RAIZ_DATABASE_URL")
     )
     """PostgreSQL URL; unset means an embedded PostgreSQL under ``data_dir``."""
+    migration_database_url: str | None = None
+    """PostgreSQL URL of the schemas' owner, for migrations only (``raiz db upgrade``,
+    ``raiz serve``'s auto-migration); unset means ``database_url``.  With it, ``database_url``
+    names a login role of the ``raiz_service`` group, which owns nothing (docs/operations.md)."""
     data_dir: Path = Path(".raiz")
     """Local state of the embedded default (the embedded PostgreSQL lives in ``data_dir/pg``)."""
     db_pool_size: int = Field(default=10, ge=1, le=200)
@@ -171,16 +175,30 @@ class Settings(BaseSettings):
     log_json: bool = True
     """Structured JSON logs (one object per line); false gives human-readable lines."""
 
-    @field_validator("database_url")
+    @field_validator("database_url", "migration_database_url")
     @classmethod
-    def _postgresql_url(cls, value: str | None) -> str | None:
+    def _postgresql_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or not value.strip():
-            return None  # set but empty is unset (production then refuses it)
+            return None  # set but empty is unset (production then refuses DATABASE_URL)
         problem = _database_url_problem(value)
         if problem is not None:
+            variable = (
+                "DATABASE_URL"
+                if info.field_name == "database_url"
+                else "RAIZ_MIGRATION_DATABASE_URL"
+            )
             # not a ValueError: pydantic's message would quote the value, password included
-            raise ConfigurationError(f"DATABASE_URL is unusable: {problem}")
+            raise ConfigurationError(f"{variable} is unusable: {problem}")
         return value
+
+    @model_validator(mode="after")
+    def _migrations_beside_the_database(self) -> Settings:
+        if self.migration_database_url is not None and self.database_url is None:
+            raise ConfigurationError(
+                "RAIZ_MIGRATION_DATABASE_URL is set without DATABASE_URL (the embedded "
+                "database has a single role); set both, or neither"
+            )
+        return self
 
     @field_validator("log_level")
     @classmethod

@@ -37,3 +37,27 @@ def test_the_instances_data_directory_is_created_and_writable():
     assert data_dir.group(1).startswith(root + "/")
     writable = re.findall(r"^ReadWritePaths=(\S+)$", unit, re.M)
     assert any(data_dir.group(1).startswith(path.lstrip("-")) for path in [root, *writable])
+
+
+def _environment_files(unit: str) -> list[str]:
+    text = (DEPLOY / unit).read_text()
+    return re.findall(r"^EnvironmentFile=-?(\S+)$", text, re.M)
+
+
+def test_only_the_migrations_get_the_owners_url():
+    # The instances serve as a role that owns nothing (docs/operations.md, "Database roles");
+    # the schemas' owner's URL is read by raiz-migrate.service alone.
+    migrate_env = "/etc/raiz/raiz-migrate.env"
+    assert migrate_env in _environment_files("raiz-migrate.service")
+    assert migrate_env not in _environment_files("raiz@.service")
+    assert "RAIZ_MIGRATION_DATABASE_URL" not in (DEPLOY / "raiz.env.example").read_text()
+    migrate_example = (DEPLOY / "raiz-migrate.env.example").read_text()
+    owner = re.search(r"^RAIZ_MIGRATION_DATABASE_URL=postgresql://(\w+)[:@]", migrate_example, re.M)
+    service = re.search(
+        r"^DATABASE_URL=postgresql://(\w+)[:@]", (DEPLOY / "raiz.env.example").read_text(), re.M
+    )
+    assert owner is not None and service is not None
+    assert owner.group(1) != service.group(1)
+    roles = (DEPLOY / "roles.sql").read_text()
+    assert f"CREATE DATABASE raiz OWNER {owner.group(1)};" in roles
+    assert re.search(rf"CREATE ROLE {service.group(1)} LOGIN .* IN ROLE raiz_service;", roles)

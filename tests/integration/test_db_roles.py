@@ -1,0 +1,474 @@
+"""Least privilege in the database: the service serves as a login role of the ``raiz_service``
+group (migrations ``*_service_role``), which owns nothing.
+
+It plays a whole match, reconciles, verifies and checkpoints; it cannot drop, alter or
+truncate a table, disable or drop the triggers that keep rounds and the ledger append-only,
+nor delete or update an append-only row.  Migrations run as the schemas' owner
+(``RAIZ_MIGRATION_DATABASE_URL``).  Every login role a test creates is cluster-wide: its name
+is unique per run and it is dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import anyio
+import asyncpg
+import pytest
+from click.testing import CliRunner
+from sqlalchemy.engine import make_url
+
+from app.cli import EXIT_CANNOT_RUN, main
+from app.compliance.audit import verify_all
+from app.compliance.checkpoints import make_checkpoint
+from app.compliance.monitor import AuditMonitor
+from app.config import ConfigurationError, Settings, get_settings
+from app.db import Database
+from ledger.reconcile import reconcile
+from tests.conftest import make_settings
+from tests.helpers import auth
+from tests.integration.tables.helpers import (
+    FAST_TIMERS,
+    balance,
+    create_table,
+    operator,
+    play_to_the_end,
+    player,
+)
+
+SERVICE_ROLE = "raiz_service"
+SCHEMAS = ("game", "ledger", "rng")
+APPEND_ONLY = (
+    "game.rounds",
+    "game.round_log",
+    "game.round_results",
+    "game.signing_keys",
+    "game.round_signatures",
+    "game.merkle_leaves",
+    "game.checkpoints",
+    "game.access_log",
+    "game.audit_sweeps",
+    "ledger.transfers",
+    "ledger.entries",
+    "ledger.settlements",
+    "rng.rounds",
+    "rng.client_seeds",
+    "rng.drawn_streams",
+    "rng.reveals",
+    "rng.fixed_streams",
+)
+
+
+async def _login_role(server_url: str) -> AsyncIterator[str]:
+    """A fresh login role in the ``raiz_service`` group (cluster-wide: dropped afterwards)."""
+    role = f"raiz_t_app_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(server_url)
+    try:
+        await admin.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE {SERVICE_ROLE}')
+    finally:
+        await admin.close()
+    try:
+        yield role
+    finally:
+        admin = await asyncpg.connect(server_url)
+        try:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
+            )
+            await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+        finally:
+            await admin.close()
+
+
+def _as(url: str, role: str) -> str:
+    return make_url(url).set(username=role, password=None).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+async def service_url(database_url: str) -> AsyncIterator[str]:
+    """This test's database, reached as a login role of the serving group."""
+    async for role in _login_role(database_url):
+        yield _as(database_url, role)
+
+
+@pytest.fixture
+def service_settings(service_url: str) -> Settings:
+    return make_settings(
+        service_url,
+        allow_timer_overrides=True,
+        presence_grace_s=3600,
+        scheduler_poll_interval_s=0.05,
+    )
+
+
+async def test_the_serving_role_plays_a_match_and_audits_it(service_settings, service_url):
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+
+    settings = service_settings
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        op = await operator(client, settings)
+        players = [await player(client, settings, f"player{i}", 1_000, op) for i in range(4)]
+        # a failed login is recorded, a good one deletes the failures
+        response = await client.post(
+            "/auth/login", json={"username": "player0", "password": "not the password"}
+        )
+        assert response.status_code == 401, response.text
+        table = await create_table(client, players[0][1], options={"lives": 2, **FAST_TIMERS})
+        for _, token in players:
+            response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))
+            assert response.status_code == 201, response.text
+        final = await play_to_the_end(client, table["id"], [token for _, token in players])
+        balances = {user_id: await balance(client, token) for user_id, token in players}
+        assert sorted(balances.values()) == [500, 500, 500, 2_300]
+        assert balances[final["result"]["winner_user_id"]] == 2_300
+        rounds = await client.get("/players/me/hands", headers=auth(players[0][1]))
+        assert rounds.status_code == 200, rounds.text
+
+    database = Database.connect(service_url, settings)
+    try:
+        report = await reconcile(database.engine)
+        assert report.problems == []
+        audit = await verify_all(database, settings)
+        assert audit.failures == []
+        async with database.session() as session:
+            _, created = await make_checkpoint(session, settings, origin="test")
+            await session.commit()
+        assert created
+        sweep = await AuditMonitor(
+            database, settings.model_copy(update={"audit_settle_s": 0})
+        ).run()
+        assert sweep is not None and sweep.ok
+    finally:
+        await database.dispose()
+
+
+REFUSED = [
+    *(f"DROP TABLE {table}" for table in APPEND_ONLY),
+    *(f"ALTER TABLE {table} DISABLE TRIGGER ALL" for table in APPEND_ONLY),
+    *(f"ALTER TABLE {table} DISABLE TRIGGER USER" for table in APPEND_ONLY),
+    *(f"TRUNCATE {table}" for table in APPEND_ONLY),
+    *(f"DELETE FROM {table}" for table in APPEND_ONLY),
+    *(f"ALTER TABLE {table} OWNER TO CURRENT_USER" for table in APPEND_ONLY),
+    "ALTER TABLE ledger.entries DISABLE TRIGGER entries_append_only",
+    "DROP TRIGGER entries_append_only ON ledger.entries",
+    "DROP TRIGGER transfers_no_truncate ON ledger.transfers",
+    "DROP TRIGGER round_log_append_only ON game.round_log",
+    "DROP FUNCTION ledger.refuse_change() CASCADE",
+    "CREATE OR REPLACE FUNCTION ledger.refuse_change() RETURNS trigger LANGUAGE plpgsql "
+    "AS $$ BEGIN RETURN OLD; END $$",
+    "ALTER FUNCTION game.refuse_change() RENAME TO gone",
+    "DROP SCHEMA ledger CASCADE",
+    "CREATE TABLE game.mine (id int)",
+    "CREATE RULE keep AS ON DELETE TO ledger.entries DO INSTEAD NOTHING",
+    "UPDATE ledger.entries SET amount_cents = 0",
+    "UPDATE rng.reveals SET seed = seed",
+    "UPDATE game.round_log SET body = body",
+    "UPDATE rng.rounds SET sealed_seed = sealed_seed",
+    "DELETE FROM ledger.accounts",
+    "TRUNCATE ledger.accounts, game.tables, game.users",
+    "DELETE FROM game.users",
+    "DELETE FROM game.tables",
+    "DELETE FROM game.deadlines",
+    "UPDATE game.fee_rates SET fee_bps = 0",
+    "SET session_replication_role = replica",
+    "DROP TABLE public.alembic_version",
+    "DELETE FROM public.alembic_version",
+]
+
+
+async def test_the_serving_role_cannot_undo_retention(service_url, database_url):
+    connection = await asyncpg.connect(service_url)
+    try:
+        refused = []
+        for statement in REFUSED:
+            transaction = connection.transaction()
+            await transaction.start()
+            try:
+                await connection.execute(statement)
+            except asyncpg.InsufficientPrivilegeError:
+                refused.append(statement)
+            finally:
+                await transaction.rollback()  # nothing a statement did is kept
+        assert set(refused) == set(REFUSED), sorted(set(REFUSED) - set(refused))
+        # what it does need still works
+        assert await connection.fetchval("SELECT count(*) FROM ledger.accounts") == 4
+    finally:
+        await connection.close()
+    # ... which is exactly what the schemas' owner (the role migrations ran as) can do
+    owner = await asyncpg.connect(database_url)
+    try:
+        transaction = owner.transaction()
+        await transaction.start()
+        await owner.execute("ALTER TABLE ledger.entries DISABLE TRIGGER ALL")
+        await owner.execute("DROP TABLE game.round_log")
+        await transaction.rollback()
+    finally:
+        await owner.close()
+
+
+async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
+    connection = await asyncpg.connect(database_url)
+    try:
+        rows = await connection.fetch(
+            """
+            SELECT c.oid::regclass::text AS name, pg_get_userbyid(c.relowner) AS owner,
+                   EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = c.oid
+                           AND t.tgname LIKE '%\\_append\\_only') AS append_only,
+                   has_table_privilege($1, c.oid, 'SELECT') AS can_select,
+                   has_table_privilege($1, c.oid, 'INSERT') AS can_insert,
+                   has_table_privilege($1, c.oid, 'UPDATE') AS can_update,
+                   has_table_privilege($1, c.oid, 'DELETE') AS can_delete,
+                   has_table_privilege($1, c.oid, 'TRUNCATE') AS can_truncate,
+                   has_table_privilege($1, c.oid, 'REFERENCES') AS can_reference,
+                   has_table_privilege($1, c.oid, 'TRIGGER') AS can_trigger,
+                   pg_has_role($1, c.relowner, 'USAGE') AS owns
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = ANY($2) AND c.relkind IN ('r', 'p')
+            ORDER BY 1
+            """,
+            SERVICE_ROLE,
+            list(SCHEMAS),
+        )
+        tables = {row["name"]: row for row in rows}
+        assert {row["name"] for row in rows if row["append_only"]} == set(APPEND_ONLY)
+        for name, row in tables.items():
+            assert row["can_select"] and row["can_insert"], name
+            assert not (row["can_truncate"] or row["can_reference"] or row["can_trigger"]), name
+            assert not row["owns"], name
+            if row["append_only"]:
+                assert not (row["can_update"] or row["can_delete"]), name
+        deletable = {name for name, row in tables.items() if row["can_delete"]}
+        assert deletable == {"game.login_failures"}
+        # SELECT ... FOR UPDATE on rng.rounds needs UPDATE on a column (the trigger refuses it)
+        assert await connection.fetchval(
+            "SELECT array_agg(attname::text ORDER BY attname) FROM pg_attribute "
+            "WHERE attrelid = 'rng.rounds'::regclass AND attnum > 0 AND NOT attisdropped "
+            "AND has_column_privilege($1, attrelid, attnum, 'UPDATE')",
+            SERVICE_ROLE,
+        ) == ["id"]
+        sequences = await connection.fetch(
+            "SELECT c.oid::regclass::text AS name, has_sequence_privilege($1, c.oid, 'USAGE') "
+            "AS usable FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = ANY($2) AND c.relkind = 'S'",
+            SERVICE_ROLE,
+            list(SCHEMAS),
+        )
+        assert sequences and all(row["usable"] for row in sequences), sequences
+        for schema in SCHEMAS:
+            assert await connection.fetchval(
+                "SELECT has_schema_privilege($1, $2, 'USAGE') "
+                "AND NOT has_schema_privilege($1, $2, 'CREATE')",
+                SERVICE_ROLE,
+                schema,
+            ), schema
+        attributes = await connection.fetchrow(
+            "SELECT rolcanlogin, rolsuper, rolcreaterole, rolcreatedb, rolbypassrls "
+            "FROM pg_roles WHERE rolname = $1",
+            SERVICE_ROLE,
+        )
+        assert not any(attributes.values()), attributes
+    finally:
+        await connection.close()
+
+
+async def test_a_table_a_later_migration_creates_is_granted_too(database_url, service_url):
+    """Default privileges: a table created later by the migrating role is usable at once."""
+    owner = await asyncpg.connect(database_url)
+    try:
+        await owner.execute("CREATE TABLE ledger.later (id bigserial PRIMARY KEY, note text)")
+    finally:
+        await owner.close()
+    connection = await asyncpg.connect(service_url)
+    try:
+        await connection.execute("INSERT INTO ledger.later (note) VALUES ('x')")
+        assert await connection.fetchval("SELECT note FROM ledger.later") == "x"
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await connection.execute("TRUNCATE ledger.later")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await connection.execute("DROP TABLE ledger.later")
+    finally:
+        await connection.close()
+
+
+# -- two URLs: migrations as the owner, serving as the service role --------------------------
+
+
+@pytest.fixture
+async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
+    name = f"raiz_roles_{uuid.uuid4().hex[:10]}"
+    admin_url = make_url(pg_server_url).set(drivername="postgresql", database="postgres")
+    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield (
+        make_url(pg_server_url)
+        .set(drivername="postgresql", database=name)
+        .render_as_string(hide_password=False)
+    )
+    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RAIZ_PASSWORD_COST_LOG2", "10")
+    monkeypatch.delenv("RAIZ_MIGRATION_DATABASE_URL", raising=False)
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
+
+
+async def test_db_upgrade_runs_as_the_migration_role_and_the_service_role_serves(
+    runner, monkeypatch, empty_database
+):
+    async for role in _login_role(empty_database):
+        service = _as(empty_database, role)
+        monkeypatch.setenv("DATABASE_URL", service)
+        # the serving role cannot migrate: one line, exit 3, what to do
+        result = await anyio.to_thread.run_sync(runner.invoke, main, ["db", "upgrade"])
+        assert result.exit_code == EXIT_CANNOT_RUN, result.output
+        assert isinstance(result.exception, SystemExit), result.exception
+        line = result.output.strip()
+        assert line.startswith(f"error: database: permission denied (postgresql://{role}@"), line
+        assert "RAIZ_MIGRATION_DATABASE_URL" in line and "\n" not in line
+        get_settings.cache_clear()
+        monkeypatch.setenv("RAIZ_MIGRATION_DATABASE_URL", empty_database)
+        result = await anyio.to_thread.run_sync(runner.invoke, main, ["db", "upgrade"])
+        assert result.exit_code == 0, result.output
+        get_settings.cache_clear()
+        owner = await asyncpg.connect(empty_database)
+        try:
+            owners = await owner.fetch(
+                "SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'ledger'"
+            )
+            assert [row["owner"] for row in owners] == [make_url(empty_database).username]
+        finally:
+            await owner.close()
+        # the service role serves commands on the migrated database
+        monkeypatch.delenv("RAIZ_MIGRATION_DATABASE_URL")
+        for command in (
+            ["users", "create", "--username", "boss", "--role", "operator", "--password", "x" * 12],
+            ["ledger", "reconcile"],
+            ["audit", "checkpoint"],
+            ["db", "upgrade"],  # nothing pending: reads the version only
+        ):
+            result = await anyio.to_thread.run_sync(runner.invoke, main, command)
+            assert result.exit_code == 0, (command, result.output)
+            get_settings.cache_clear()
+
+
+def test_a_migration_url_needs_a_database_url():
+    with pytest.raises(ConfigurationError, match="RAIZ_MIGRATION_DATABASE_URL is set without"):
+        Settings(database_url=None, migration_database_url="postgresql://raiz@db/raiz")
+
+
+def test_an_unusable_migration_url_is_named_without_its_password():
+    with pytest.raises(ConfigurationError) as refused:
+        Settings(
+            database_url="postgresql://app@db/raiz",
+            migration_database_url="mysql://owner:hunter2@db/raiz",
+        )
+    assert "RAIZ_MIGRATION_DATABASE_URL is unusable" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+
+
+async def test_a_role_that_could_undo_retention_is_named(database_url, service_url):
+    """``raiz serve`` warns in production when DATABASE_URL's role is a superuser or owns our
+    tables; a member of raiz_service passes."""
+    from app.db.roles import serving_role_problem
+
+    async def problem(url: str) -> str | None:
+        database = Database.connect(url, make_settings(url))
+        try:
+            return await serving_role_problem(database)
+        finally:
+            await database.dispose()
+
+    assert await problem(service_url) is None
+    assert (await problem(database_url) or "").endswith("is a superuser")
+    owner = make_url(service_url).username
+    admin = await asyncpg.connect(database_url)
+    try:
+        await admin.execute(f'ALTER TABLE game.presence OWNER TO "{owner}"')
+        try:
+            assert (
+                await problem(service_url)
+                == f"DATABASE_URL's role {owner} owns 1 tables of the service"
+            )
+        finally:
+            await admin.execute("ALTER TABLE game.presence OWNER TO CURRENT_USER")
+    finally:
+        await admin.close()
+
+
+async def test_raiz_serve_migrates_as_the_owner_and_serves_as_the_service_role(
+    empty_database, tmp_path
+):
+    """``raiz serve --workers 2`` on an empty database with both URLs: its migration runs as
+    the owner, its workers serve a whole match (HTTP, WebSockets, LISTEN, timers) as the
+    service role."""
+    from app.clients.bot_player import ActionStats
+    from tests.integration.live.support import (
+        FAST_TIMERS as LIVE_TIMERS,
+    )
+    from tests.integration.live.support import (
+        LIVE_ENV,
+        check_money,
+        close_all,
+        deposit,
+        get_table,
+        person,
+        play_match,
+        take_seat,
+    )
+    from tests.integration.live.support import (
+        create_table as create_live_table,
+    )
+    from tests.live import live_server
+
+    async for role in _login_role(empty_database):
+        service = _as(empty_database, role)
+        env = {
+            **LIVE_ENV,
+            "RAIZ_DATA_DIR": str(tmp_path / "data"),
+            "RAIZ_MIGRATION_DATABASE_URL": empty_database,
+        }
+        with live_server(service, workers=2, env=env) as base:
+            operator = await person(service, base, "operator", "operator")
+            players = [await person(service, base, f"player{i}") for i in range(4)]
+            for who in players:
+                await deposit(base, operator, who, 1_000)
+            table = await create_live_table(base, players[0], options={"lives": 2, **LIVE_TIMERS})
+            for who in players:
+                await take_seat(base, table["id"], who)
+            await play_match([base], table["id"], players, stats=ActionStats())
+            final = await get_table(base, table["id"], operator)
+            assert final["status"] == "finished"
+            await check_money(base, final, players)
+            await close_all([operator, *players])
+            connection = await asyncpg.connect(empty_database)
+            try:
+                # every connection of the server is the service role's
+                by_role = await connection.fetch(
+                    "SELECT usename::text AS role, count(*) AS n FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = 'raiz' "
+                    "GROUP BY 1"
+                )
+                owners = await connection.fetch(
+                    "SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname IN ('game', 'ledger', 'rng')"
+                )
+            finally:
+                await connection.close()
+        assert [row["role"] for row in by_role] == [role], by_role
+        assert [row["owner"] for row in owners] == [make_url(empty_database).username]
