@@ -133,3 +133,39 @@ async def test_the_migration_builds_the_stored_tree_of_existing_leaves(database_
         assert path == MerkleTree(hashes).proof(3, 900)
     finally:
         await database.dispose()
+
+
+async def test_leaves_appended_without_the_stored_tree_are_proven_and_stored_next_time(
+    database_url, settings
+):
+    """During a rolling deploy an older release's checkpoint appends leaves and signs a root
+    without storing subtrees: proofs against it come from the leaves, and the next checkpoint
+    stores the missing subtrees."""
+    database = Database.connect(database_url, settings)
+    try:
+        await sign_rounds(database_url, 1, 300)
+        await checkpoint(database, settings)
+        await sign_rounds(database_url, 301, 400)
+        await checkpoint(database, settings)
+        connection = await asyncpg.connect(database_url)
+        try:  # what the older release left: leaves 300..399 without their subtrees
+            await connection.execute("SET session_replication_role = replica")
+            await connection.execute(
+                "DELETE FROM game.merkle_nodes WHERE (node_index + 1) << level > 300"
+            )
+        finally:
+            await connection.close()
+        recorded = await leaves(database_url)
+        hashes = [leaf_hash(record) for _, record in recorded]
+        async with database.session() as session:
+            _, proofs = await inclusion_proofs(session, [recorded[350][0], recorded[5][0]])
+            await session.rollback()
+        for index in (350, 5):
+            path = [bytes.fromhex(node) for node in proofs[recorded[index][0]]["audit_path"]]
+            assert path == MerkleTree(hashes).proof(index, 400)
+        await sign_rounds(database_url, 401, 450)
+        size, root = await checkpoint(database, settings)
+        hashes = [leaf_hash(record) for _, record in await leaves(database_url)]
+        assert (size, root) == (450, merkle_root(hashes))
+    finally:
+        await database.dispose()
