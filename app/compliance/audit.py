@@ -327,6 +327,11 @@ async def verify_all(database: Database, settings: Settings, *, jobs: int = 1) -
     allow_fixed = allow_fixed_streams(settings)
     async with database.session() as session:
         await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+        # This transaction sits idle while the rounds are verified (in worker processes that
+        # import its snapshot, for minutes on a year of rounds): the server's
+        # idle_in_transaction_session_timeout (60 s in ops/deploy/postgresql.conf, there for
+        # stuck clients) must not end it.  For this transaction only; it ends with the command.
+        await session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
         if jobs > 1:
             snapshot = str(await session.scalar(text("SELECT pg_export_snapshot()")))
         keys = await pinned_keys(session)
