@@ -43,6 +43,10 @@ __all__ = (
 )
 
 TABLES_PER_BATCH: Final = 50
+ROWS_PER_STATEMENT = 50_000
+"""Leaves or table ids one statement of ``verify-all`` reads: the history is kept ten years
+and every statement must end within ``RAIZ_DB_STATEMENT_TIMEOUT_MS`` (one statement over every
+leaf took 6.5 s at 600,000 rounds)."""
 _SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
 """What ``pg_export_snapshot()`` returns (checked before it is spliced into ``SET``)."""
 
@@ -88,8 +92,9 @@ class AuditReport:
 
 async def _merkle_problems(session: AsyncSession, keys: dict[str, bytes]) -> list[Failure]:
     problems: list[Failure] = []
-    rows = (
-        await session.execute(
+    hashes: list[bytes] = []
+    while True:  # page by page: one statement per page, not one over ten years of leaves
+        query = (
             select(
                 MerkleLeaf.leaf_index,
                 MerkleLeaf.round_id,
@@ -98,20 +103,27 @@ async def _merkle_problems(session: AsyncSession, keys: dict[str, bytes]) -> lis
             )
             .join(RoundSignature, RoundSignature.round_id == MerkleLeaf.round_id)
             .order_by(MerkleLeaf.leaf_index)
+            .limit(ROWS_PER_STATEMENT)
         )
-    ).all()
-    hashes = []
-    for position, (index, round_id, leaf_record, signed_record) in enumerate(rows):
-        if index != position:
-            problems.append(Failure("inclusion", f"leaf {position}", "missing from the leaves"))
-            return problems
-        if bytes(leaf_record) != bytes(signed_record):
-            problems.append(
-                Failure(
-                    "inclusion", f"leaf {index}", f"is not the signed record of round {round_id}"
+        if hashes:
+            query = query.where(MerkleLeaf.leaf_index >= len(hashes))
+        rows = (await session.execute(query)).all()
+        for index, round_id, leaf_record, signed_record in rows:
+            position = len(hashes)
+            if index != position:
+                problems.append(Failure("inclusion", f"leaf {position}", "missing from the leaves"))
+                return problems
+            if bytes(leaf_record) != bytes(signed_record):
+                problems.append(
+                    Failure(
+                        "inclusion",
+                        f"leaf {index}",
+                        f"is not the signed record of round {round_id}",
+                    )
                 )
-            )
-        hashes.append(leaf_hash(bytes(leaf_record)))
+            hashes.append(leaf_hash(bytes(leaf_record)))
+        if len(rows) < ROWS_PER_STATEMENT:
+            break
     tree = MerkleTree(hashes)
     for checkpoint in await session.scalars(select(Checkpoint).order_by(Checkpoint.id)):
         data = checkpoint_dict(checkpoint)
@@ -133,14 +145,23 @@ async def pinned_keys(session: AsyncSession) -> dict[str, bytes]:
 
 
 async def finished_table_ids(session: AsyncSession) -> list[uuid.UUID]:
-    """Every table with a finished round, in id order (what ``verify-all`` goes through)."""
-    rows = await session.scalars(
-        select(Round.table_id)
-        .join(RoundResult, RoundResult.round_id == Round.id)
-        .group_by(Round.table_id)
-        .order_by(Round.table_id)
-    )
-    return list(rows.all())
+    """Every table with a finished round, in id order (what ``verify-all`` goes through), page
+    by page (keyset on the table id)."""
+    table_ids: list[uuid.UUID] = []
+    while True:
+        query = (
+            select(Round.table_id)
+            .join(RoundResult, RoundResult.round_id == Round.id)
+            .group_by(Round.table_id)
+            .order_by(Round.table_id)
+            .limit(ROWS_PER_STATEMENT)
+        )
+        if table_ids:
+            query = query.where(Round.table_id > table_ids[-1])
+        page = list((await session.scalars(query)).all())
+        table_ids.extend(page)
+        if len(page) < ROWS_PER_STATEMENT:
+            return table_ids
 
 
 async def verify_tables(
@@ -306,6 +327,11 @@ async def verify_all(database: Database, settings: Settings, *, jobs: int = 1) -
     allow_fixed = allow_fixed_streams(settings)
     async with database.session() as session:
         await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+        # This transaction sits idle while the rounds are verified (in worker processes that
+        # import its snapshot, for minutes on a year of rounds): the server's
+        # idle_in_transaction_session_timeout (60 s in ops/deploy/postgresql.conf, there for
+        # stuck clients) must not end it.  For this transaction only; it ends with the command.
+        await session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
         if jobs > 1:
             snapshot = str(await session.scalar(text("SELECT pg_export_snapshot()")))
         keys = await pinned_keys(session)

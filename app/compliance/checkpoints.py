@@ -1,8 +1,12 @@
 """Checkpoints: signed RFC 6962 tree heads over every signed round, and inclusion proofs.
 
 A checkpoint appends the rounds signed since the last one to ``game.merkle_leaves`` (in the
-order they were signed, then by round id), computes the Merkle root of all leaves and signs
-``{tree_size, root, created_at, key_id}``.  Checkpoints are made one at a time (a
+order they were signed, then by round id), stores the hashes of the complete subtrees they
+complete in ``game.merkle_nodes`` (PostgreSQL's ``sha256``, the RFC 6962 leaf and node
+hashes), computes the Merkle root of all leaves from those and signs
+``{tree_size, root, created_at, key_id}``.  A root or an audit path reads O(log n) stored
+subtrees, never the whole tree: the tree grows for ten years and every compliance bundle
+carries audit paths.  Checkpoints are made one at a time (a
 transaction-level advisory lock), so leaf indexes are gap-free and a leaf never moves: every
 older checkpoint is the root of a prefix of the same sequence.  The scheduler makes one
 daily by default (``RAIZ_CHECKPOINT_INTERVAL_S``); ``raiz audit checkpoint`` and
@@ -13,15 +17,24 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
-from sqlalchemy import func, select, text
+from sqlalchemy import BigInteger, and_, any_, bindparam, func, or_, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from app.compliance.loader import checkpoint_dict
-from app.compliance.merkle import MerkleTree, leaf_hash
-from app.compliance.models import Checkpoint, MerkleLeaf, RoundSignature
+from app.compliance.merkle import (
+    EMPTY_ROOT,
+    MerkleTree,
+    Node,
+    leaf_hash,
+    proof_ranges,
+    subtree_hash,
+    subtrees,
+)
+from app.compliance.models import Checkpoint, MerkleLeaf, MerkleNode, RoundSignature
 from app.compliance.signatures import register_key, signer_for
 from app.compliance.signing import checkpoint_message
 from app.compliance.verify import checkpoint_head
@@ -46,6 +59,24 @@ CHECKPOINT_LOCK_KEY: Final = 0x7261697A_63686B70
 
 logger = structlog.get_logger("raiz.compliance")
 
+_LEAF_NODES = text(
+    "INSERT INTO game.merkle_nodes (level, node_index, hash) "
+    "SELECT 0, leaf_index, sha256(decode('00', 'hex') || record_hash) FROM game.merkle_leaves "
+    "WHERE leaf_index >= :first AND leaf_index < :size"
+)
+"""Level 0 of the stored tree: ``SHA-256(0x00 ‖ record_hash)`` of leaves ``first..size-1``."""
+_PARENT_NODES = text(
+    "INSERT INTO game.merkle_nodes (level, node_index, hash) "
+    "SELECT CAST(:level AS smallint), l.node_index / 2, "
+    "sha256(decode('01', 'hex') || l.hash || r.hash) "
+    "FROM game.merkle_nodes l JOIN game.merkle_nodes r "
+    "ON r.level = l.level AND r.node_index = l.node_index + 1 "
+    "WHERE l.level = CAST(:below AS smallint) AND l.node_index >= :first "
+    "AND l.node_index % 2 = 0"
+)
+"""The subtrees of ``level`` completed by children from ``first`` on: ``SHA-256(0x01 ‖ left ‖
+right)``."""
+
 
 async def latest_checkpoint(session: AsyncSession) -> Checkpoint | None:
     """The most recent checkpoint, if any."""
@@ -59,6 +90,51 @@ async def merkle_tree(session: AsyncSession, size: int | None = None) -> MerkleT
         query = query.limit(size)
     hashes = (await session.scalars(query)).all()
     return MerkleTree([leaf_hash(bytes(record_hash)) for record_hash in hashes])
+
+
+async def _grow_stored_tree(session: AsyncSession, size: int) -> None:
+    """Store every complete subtree of the first ``size`` leaves not stored yet (those of the
+    leaves appended since, and of any a release without the stored tree appended)."""
+    stored = int(
+        await session.scalar(
+            select(func.coalesce(func.max(MerkleNode.node_index) + 1, 0)).where(
+                MerkleNode.level == 0
+            )
+        )
+        or 0
+    )
+    if stored >= size:
+        return
+    await session.execute(_LEAF_NODES, {"first": stored, "size": size})
+    level = 1
+    while size >> level:
+        first = 2 * (stored >> level)  # the left child of the first subtree completed now
+        await session.execute(_PARENT_NODES, {"level": level, "below": level - 1, "first": first})
+        level += 1
+
+
+async def _stored_nodes(session: AsyncSession, wanted: Iterable[Node]) -> dict[Node, bytes]:
+    """The stored hashes of the subtrees ``wanted`` (one query; missing ones are left out)."""
+    by_level: dict[int, list[int]] = {}
+    for level, index in set(wanted):
+        by_level.setdefault(level, []).append(index)
+    if not by_level:
+        return {}
+    rows = await session.execute(
+        select(MerkleNode.level, MerkleNode.node_index, MerkleNode.hash).where(
+            or_(
+                *(
+                    and_(
+                        MerkleNode.level == level,
+                        MerkleNode.node_index
+                        == any_(bindparam(None, sorted(indexes), type_=ARRAY(BigInteger))),
+                    )
+                    for level, indexes in sorted(by_level.items())
+                )
+            )
+        )
+    )
+    return {(level, index): bytes(node) for level, index, node in rows}
 
 
 async def make_checkpoint(
@@ -79,7 +155,10 @@ async def make_checkpoint(
     latest = await latest_checkpoint(session)
     if latest is not None and min_interval is not None and latest.created_at > now - min_interval:
         return latest, False
-    size = int(await session.scalar(select(func.count()).select_from(MerkleLeaf)) or 0)
+    # leaf indexes are gap-free from 0: the last one + 1 (the primary key's end, not a count)
+    size = int(
+        await session.scalar(select(func.coalesce(func.max(MerkleLeaf.leaf_index) + 1, 0))) or 0
+    )
     pending = (
         await session.execute(
             select(RoundSignature.round_id, RoundSignature.record_hash)
@@ -98,18 +177,22 @@ async def make_checkpoint(
             )
         )
     await session.flush()
-    tree = await merkle_tree(session)
+    tree_size = size + len(pending)
+    await _grow_stored_tree(session, tree_size)
+    root = EMPTY_ROOT
+    if tree_size:
+        root = subtree_hash(await _stored_nodes(session, subtrees(0, tree_size)), 0, tree_size)
     signer = signer_for(settings)
     await register_key(session, signer)
     head = {
-        "tree_size": tree.size,
-        "root": tree.root().hex(),
+        "tree_size": tree_size,
+        "root": root.hex(),
         "created_at": now.isoformat(),
         "key_id": signer.key_id,
     }
     checkpoint = Checkpoint(
-        tree_size=tree.size,
-        root=tree.root(),
+        tree_size=tree_size,
+        root=root,
         key_id=signer.key_id,
         signature=signer.sign(checkpoint_message(head)),
         created_at=now,
@@ -119,7 +202,7 @@ async def make_checkpoint(
     session.add(checkpoint)
     await session.flush()
     assert checkpoint_head(checkpoint_dict(checkpoint)) == head
-    logger.info("compliance_checkpoint", tree_size=tree.size, added=len(pending), origin=origin)
+    logger.info("compliance_checkpoint", tree_size=tree_size, added=len(pending), origin=origin)
     return checkpoint, True
 
 
@@ -139,13 +222,22 @@ async def inclusion_proofs(
     ).all()
     if not leaves:
         return checkpoint_dict(checkpoint), {}
-    tree = await merkle_tree(session, checkpoint.tree_size)
-    return checkpoint_dict(checkpoint), {
-        round_id: {
-            "checkpoint_id": checkpoint.id,
-            "leaf_index": index,
-            "audit_path": [node.hex() for node in tree.proof(index, checkpoint.tree_size)],
+    size = checkpoint.tree_size
+    ranges = {index: proof_ranges(index, size) for _, index in leaves}
+    wanted = {
+        node for path in ranges.values() for start, end in path for node in subtrees(start, end)
+    }
+    nodes = await _stored_nodes(session, wanted)
+    if len(nodes) == len(wanted):
+        paths = {
+            index: [subtree_hash(nodes, start, end).hex() for start, end in path]
+            for index, path in ranges.items()
         }
+    else:  # a checkpoint of a release without the stored tree, not grown since: the leaves
+        tree = await merkle_tree(session, size)
+        paths = {index: [node.hex() for node in tree.proof(index, size)] for index in ranges}
+    return checkpoint_dict(checkpoint), {
+        round_id: {"checkpoint_id": checkpoint.id, "leaf_index": index, "audit_path": paths[index]}
         for round_id, index in leaves
     }
 

@@ -157,8 +157,15 @@ async def load_bundles(
     table_ids: Sequence[uuid.UUID],
     *,
     subject_round_id: uuid.UUID | None = None,
+    round_ids: Sequence[uuid.UUID] | None = None,
+    with_money: bool = True,
 ) -> dict[uuid.UUID, dict[str, Any]]:
-    """The dispute bundle of each table (finished rounds only), without inclusion proofs."""
+    """The dispute bundle of each table (finished rounds only), without inclusion proofs.
+
+    ``round_ids`` keeps only those rounds (and reads only their logs and RNG records), and
+    ``with_money=False`` leaves the money out (``None``): the partial bundles a player's hand
+    history reads, a page of rounds of long matches, not a verifiable bundle.
+    """
     tables = {
         table.id: table
         for table in await session.scalars(select(Table).where(Table.id.in_(table_ids)))
@@ -180,7 +187,10 @@ async def load_bundles(
         await session.execute(
             select(Round, RoundResult)
             .join(RoundResult, RoundResult.round_id == Round.id)
-            .where(Round.table_id.in_(table_ids))
+            .where(
+                Round.table_id.in_(table_ids),
+                *(() if round_ids is None else (Round.id.in_(round_ids),)),
+            )
             .order_by(Round.table_id, Round.number)
         )
     ).all()
@@ -197,9 +207,8 @@ async def load_bundles(
     public = await rng.public_rounds([round_.rng_round_id for round_, _ in rows])
     bundles: dict[uuid.UUID, dict[str, Any]] = {}
     keys = await public_key_dicts(session)
-    money = await _money(
-        session, [table for table in tables.values() if table.status == "finished"]
-    )
+    finished = [table for table in tables.values() if table.status == "finished"]
+    money = await _money(session, finished) if with_money else {}
     exported_at = utcnow().isoformat()
     for table_id, table in tables.items():
         bundles[table_id] = {

@@ -5,7 +5,10 @@ Leaf hash ``SHA-256(0x00 ‖ leaf)``, node hash ``SHA-256(0x01 ‖ left ‖ righ
 §2.1, unchanged in RFC 9162 §2.1.1).  The empty tree's hash is ``SHA-256("")``.
 
 :class:`MerkleTree` keeps every complete level, so the root of any prefix (a checkpoint of
-an older size) and any audit path cost O(log n) after an O(n) build.
+an older size) and any audit path cost O(log n) after an O(n) build.  Without the build, a
+root or an audit path needs only the hashes of a few complete subtrees (:func:`subtrees`,
+:func:`proof_ranges`, :func:`subtree_hash`): what the service reads from the stored tree
+(``game.merkle_nodes``), O(log n) rows instead of every leaf.
 :func:`verify_inclusion` is the RFC 9162 §2.1.3.2 algorithm, the one an outside verifier
 runs.
 """
@@ -13,7 +16,7 @@ runs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = (
     "EMPTY_ROOT",
@@ -22,6 +25,9 @@ __all__ = (
     "leaf_hash",
     "merkle_root",
     "node_hash",
+    "proof_ranges",
+    "subtree_hash",
+    "subtrees",
     "verify_inclusion",
 )
 
@@ -67,6 +73,55 @@ def inclusion_proof(leaf_hashes: Sequence[bytes], index: int) -> list[bytes]:
     return [*inclusion_proof(leaf_hashes[k:], index - k), merkle_root(leaf_hashes[:k])]
 
 
+Node = tuple[int, int]
+"""A complete subtree ``(level, index)``: the ``2**level`` leaves from ``index << level``."""
+
+
+def subtrees(start: int, end: int) -> list[Node]:
+    """The complete subtrees whose hashes make the MTH of leaves ``start..end-1``.
+
+    For the ranges a root or an audit path meets (each starts on a multiple of the largest
+    power of two that fits in it), one per level at most.
+    """
+    width = end - start
+    if width <= 0:
+        raise ValueError(f"no leaves from {start} to {end}")
+    if width & (width - 1) == 0:
+        level = width.bit_length() - 1
+        return [(level, start >> level)]
+    k = _split(width)
+    return [*subtrees(start, start + k), *subtrees(start + k, end)]
+
+
+def subtree_hash(nodes: Mapping[Node, bytes], start: int, end: int) -> bytes:
+    """MTH of leaves ``start..end-1`` from the hashes of its :func:`subtrees`."""
+    width = end - start
+    if width & (width - 1) == 0:
+        level = width.bit_length() - 1
+        return nodes[level, start >> level]
+    k = _split(width)
+    return node_hash(subtree_hash(nodes, start, start + k), subtree_hash(nodes, start + k, end))
+
+
+def proof_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """The leaf ranges whose roots make the audit path of leaf ``index`` in a tree of ``size``
+    leaves, in the path's order (nearest the leaf first)."""
+    if not 0 <= index < size:
+        raise ValueError(f"leaf {index} is not in a tree of {size}")
+    ranges: list[tuple[int, int]] = []
+    start, end = 0, size
+    while end - start > 1:
+        k = _split(end - start)
+        if index < start + k:
+            ranges.append((start + k, end))
+            end = start + k
+        else:
+            ranges.append((start, start + k))
+            start += k
+    ranges.reverse()
+    return ranges
+
+
 class MerkleTree:
     """Every complete level of a tree, for prefix roots and audit paths in O(log n)."""
 
@@ -110,18 +165,7 @@ class MerkleTree:
         size = self.size if size is None else size
         if not 0 <= index < size <= self.size:
             raise ValueError(f"leaf {index} is not in a tree of {size}")
-        path: list[bytes] = []
-        start, end = 0, size
-        while end - start > 1:
-            k = _split(end - start)
-            if index < start + k:
-                path.append(self._range_root(start + k, end))
-                end = start + k
-            else:
-                path.append(self._range_root(start, start + k))
-                start += k
-        path.reverse()
-        return path
+        return [self._range_root(start, end) for start, end in proof_ranges(index, size)]
 
 
 def verify_inclusion(

@@ -4,6 +4,8 @@ UPDATE, DELETE and TRUNCATE (migrations ``compliance_0001`` and ``compliance_000
 * ``signing_keys``: every public key that ever signed, kept forever (rotations add rows);
 * ``round_signatures``: one per finished round: the record, its hash, key id, signature;
 * ``merkle_leaves``: the append-only sequence of signed rounds the checkpoints cover;
+* ``merkle_nodes``: the hash of every complete subtree of those leaves (what roots and
+  inclusion proofs read, a few rows each, instead of every leaf);
 * ``checkpoints``: signed RFC 6962 tree heads over a prefix of the leaves;
 * ``access_log``: who read what, when, through the compliance routes and commands;
 * ``audit_sweeps``: each run of the scheduler's audit sweep (ledger reconciliation and
@@ -16,7 +18,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, SmallInteger, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import DateTime
@@ -28,6 +30,7 @@ __all__ = (
     "AuditSweep",
     "Checkpoint",
     "MerkleLeaf",
+    "MerkleNode",
     "RoundSignature",
     "SigningKey",
 )
@@ -36,6 +39,7 @@ APPEND_ONLY_TABLES = (
     "signing_keys",
     "round_signatures",
     "merkle_leaves",
+    "merkle_nodes",
     "checkpoints",
     "access_log",
     "audit_sweeps",
@@ -85,6 +89,18 @@ class MerkleLeaf(GameBase):
     record_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
     """The round's record hash (the leaf is ``SHA-256(0x00 ‖ record_hash)``)."""
     added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MerkleNode(GameBase):
+    """The hash of a complete subtree of the leaves: at ``level`` 0 a leaf's hash, above it
+    the node hash of its two children (written with the leaves, by checkpoints)."""
+
+    __tablename__ = "merkle_nodes"
+
+    level: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    node_index: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    """The subtree covers leaves ``node_index << level`` to ``((node_index + 1) << level) - 1``."""
+    hash: Mapped[bytes] = mapped_column(LargeBinary(32))
 
 
 class Checkpoint(GameBase):

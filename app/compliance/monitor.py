@@ -145,6 +145,10 @@ class AuditMonitor:
         settings = self._settings
         async with self._database.session() as session:
             await session.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+            # idle while the reconciliation runs on another connection (over a minute on a
+            # ledger of a few million entries): the server's idle_in_transaction_session_timeout
+            # (60 s, there for stuck clients) must not end the sweep; for this transaction only
+            await session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
             locked = await session.scalar(
                 text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY}
             )

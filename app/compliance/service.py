@@ -256,7 +256,19 @@ class ComplianceService:
         ).all()
         history = []
         table_ids = list({round_.table_id for round_, _ in rows})
-        bundles = await load_bundles(self._session, self._rng, table_ids) if table_ids else {}
+        # only the page's rounds (a table's other rounds, their logs and its money are not
+        # shown): a page's cost is its own rounds', however long the matches
+        bundles = (
+            await load_bundles(
+                self._session,
+                self._rng,
+                table_ids,
+                round_ids=[round_.id for round_, _ in rows],
+                with_money=False,
+            )
+            if table_ids
+            else {}
+        )
         for round_, seat in rows:
             bundle = bundles[round_.table_id]
             item = next(r for r in bundle["rounds"] if r["id"] == str(round_.id))

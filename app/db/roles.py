@@ -1,8 +1,8 @@
 """The service's database role: it should own nothing (docs/operations.md, "Database roles").
 
-Migrations ``game_0005``, ``ledger_0003``, ``rng_0002`` and ``compliance_0003`` grant the
-NOLOGIN group ``raiz_service`` what the service needs; a
-deployment serves as a login member of it and migrates as the schemas' owner
+Migrations ``game_0005``, ``ledger_0003``, ``rng_0002`` and ``compliance_0003`` (and the later
+migrations for their new tables) grant the NOLOGIN group ``raiz_service`` what the service
+needs; a deployment serves as a login member of it and migrates as the schemas' owner
 (``RAIZ_MIGRATION_DATABASE_URL``).  A role that owns the tables, or a superuser, could drop
 them or disable the triggers that keep rounds and the ledger append-only.
 """

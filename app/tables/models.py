@@ -134,7 +134,11 @@ class Round(GameBase):
     """One deal of a match: its committed seed and the state it started from (immutable)."""
 
     __tablename__ = "rounds"
-    __table_args__ = (UniqueConstraint("table_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("table_id", "number"),
+        # the compliance search, newest first (ties by id: an incremental sort of a few rows)
+        Index("ix_rounds_created_at", "created_at"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     table_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tables.id"))

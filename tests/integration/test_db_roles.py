@@ -46,6 +46,7 @@ APPEND_ONLY = (
     "game.signing_keys",
     "game.round_signatures",
     "game.merkle_leaves",
+    "game.merkle_nodes",
     "game.checkpoints",
     "game.access_log",
     "game.audit_sweeps",

@@ -1,0 +1,52 @@
+"""The audit sweep under the production server's ``idle_in_transaction_session_timeout`` (60 s,
+ops/deploy/postgresql.conf): its transaction (the advisory lock, the snapshot the rounds are
+verified in) waits while the reconciliation runs on another connection, and the
+reconciliation of a ledger kept years takes longer than that (73 s with 3.8 million entries)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+import asyncpg
+import pytest
+
+from app.compliance.monitor import AuditMonitor
+from app.db import Database
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.asyncio
+
+MONITOR = importlib.import_module("app.compliance.monitor")
+
+
+async def test_a_sweep_outlives_the_idle_in_transaction_timeout(database_url, monkeypatch):
+    connection = await asyncpg.connect(database_url)
+    try:
+        name = await connection.fetchval("SELECT current_database()")
+        await connection.execute(
+            f'ALTER DATABASE "{name}" SET idle_in_transaction_session_timeout = 300'
+        )
+    finally:
+        await connection.close()
+    real = MONITOR.reconcile
+
+    async def slow_reconcile(engine: Any) -> Any:
+        await asyncio.sleep(1.0)  # a long ledger, in miniature
+        return await real(engine)
+
+    monkeypatch.setattr(MONITOR, "reconcile", slow_reconcile)
+    settings = make_settings(database_url, audit_settle_s=0)
+    database = Database.connect(database_url, settings)
+    try:
+        report = await AuditMonitor(database, settings).run()
+        connection = await asyncpg.connect(database_url)
+        try:
+            sweeps = await connection.fetchval("SELECT count(*) FROM game.audit_sweeps")
+        finally:
+            await connection.close()
+    finally:
+        await database.dispose()
+    assert report is not None and report.ok
+    assert sweeps == 1
