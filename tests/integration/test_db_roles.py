@@ -10,6 +10,7 @@ is unique per run and it is dropped afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 
@@ -61,8 +62,10 @@ APPEND_ONLY = (
 )
 
 
+@contextlib.asynccontextmanager
 async def _login_role(server_url: str) -> AsyncIterator[str]:
-    """A fresh login role in the ``raiz_service`` group (cluster-wide: dropped afterwards)."""
+    """A fresh login role in the ``raiz_service`` group (cluster-wide: dropped afterwards,
+    also when the test fails: ``async with``, not a generator left to the collector)."""
     role = f"raiz_t_app_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(server_url)
     try:
@@ -89,7 +92,7 @@ def _as(url: str, role: str) -> str:
 @pytest.fixture
 async def service_url(database_url: str) -> AsyncIterator[str]:
     """This test's database, reached as a login role of the serving group."""
-    async for role in _login_role(database_url):
+    async with _login_role(database_url) as role:
         yield _as(database_url, role)
 
 
@@ -330,7 +333,7 @@ def runner(monkeypatch: pytest.MonkeyPatch):
 async def test_db_upgrade_runs_as_the_migration_role_and_the_service_role_serves(
     runner, monkeypatch, empty_database
 ):
-    async for role in _login_role(empty_database):
+    async with _login_role(empty_database) as role:
         service = _as(empty_database, role)
         monkeypatch.setenv("DATABASE_URL", service)
         # the serving role cannot migrate: one line, exit 3, what to do
@@ -436,7 +439,7 @@ async def test_raiz_serve_migrates_as_the_owner_and_serves_as_the_service_role(
     )
     from tests.live import live_server
 
-    async for role in _login_role(empty_database):
+    async with _login_role(empty_database) as role:
         service = _as(empty_database, role)
         env = {
             **LIVE_ENV,
