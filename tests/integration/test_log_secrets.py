@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 
-import asyncpg
 import pytest
 import structlog
 from litestar.testing import AsyncTestClient
@@ -18,7 +17,12 @@ from app.db.engine import create_engine
 from app.logging import configure_logging
 from app.main import create_app
 from tests.helpers import auth
-from tests.integration.tables.helpers import create_table, operator, player
+from tests.integration.tables.helpers import (
+    create_table,
+    operator,
+    player,
+    refuse_chance_records,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -41,14 +45,7 @@ async def _fail_a_deal(client, settings, database_url, capfd) -> None:
     table = await create_table(client, players[0][1], seat_count=2)
     # The database refuses the round's chance records (a stand-in for any failure while the
     # deal is written: a check, a timeout, a full disk).
-    connection = await asyncpg.connect(database_url)
-    try:
-        await connection.execute(
-            "ALTER TABLE game.round_log ADD CONSTRAINT test_no_chance "
-            "CHECK (kind <> 'chance') NOT VALID"
-        )
-    finally:
-        await connection.close()
+    await refuse_chance_records(database_url)
     capfd.readouterr()
     for index, (_, token) in enumerate(players):
         response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))

@@ -6,6 +6,8 @@ import asyncio
 import uuid
 from typing import Any
 
+import asyncpg
+
 from app.games.bots import HeuristicBot
 from tests.helpers import auth, create_user, login
 
@@ -35,6 +37,20 @@ async def player(
         )
         assert response.status_code == 201, response.text
     return user_id, token
+
+
+async def refuse_chance_records(database_url: str) -> None:
+    """From now on the database refuses every round's chance records (a stand-in for any
+    failure while a deal is written: a check, a timeout, a full disk): the transaction that
+    deals rolls back."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(
+            "ALTER TABLE game.round_log ADD CONSTRAINT test_no_chance "
+            "CHECK (kind <> 'chance') NOT VALID"
+        )
+    finally:
+        await connection.close()
 
 
 async def balance(client, token: str) -> int:

@@ -3,12 +3,16 @@ request, a timer that will be retried) took no entry, started no match, paid not
 
 from __future__ import annotations
 
-import asyncpg
 import pytest
 from prometheus_client import REGISTRY
 
 from tests.helpers import auth
-from tests.integration.tables.helpers import create_table, operator, player
+from tests.integration.tables.helpers import (
+    create_table,
+    operator,
+    player,
+    refuse_chance_records,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -39,14 +43,7 @@ async def test_a_seat_whose_transaction_rolls_back_counts_no_entry_and_no_start(
     table = await create_table(client, players[0][1], seat_count=2)
     # The last seat starts the match; the database then refuses the round's first chance
     # record, so the whole transaction (seat, entry, start) rolls back.
-    connection = await asyncpg.connect(database_url)
-    try:
-        await connection.execute(
-            "ALTER TABLE game.round_log ADD CONSTRAINT test_no_chance "
-            "CHECK (kind <> 'chance') NOT VALID"
-        )
-    finally:
-        await connection.close()
+    await refuse_chance_records(database_url)
     before = _read()
     first = await client.post(f"/tables/{table['id']}/seat", headers=auth(players[0][1]))
     assert first.status_code == 201, first.text
