@@ -10,9 +10,11 @@ is unique per run and it is dropped afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import asyncpg
@@ -27,7 +29,7 @@ from app.compliance.monitor import AuditMonitor
 from app.config import ConfigurationError, Settings, get_settings
 from app.db import Database
 from ledger.reconcile import reconcile
-from tests.conftest import make_settings
+from tests.conftest import _with_database, make_settings
 from tests.helpers import auth
 from tests.integration.tables.helpers import (
     FAST_TIMERS,
@@ -62,11 +64,40 @@ APPEND_ONLY = (
 )
 
 
+ROLE_PREFIX = f"raiz_t_app_{os.getpid()}_"
+"""This session's login roles (role names are cluster-wide)."""
+
+
+async def _drop_role(admin: asyncpg.Connection, role: str) -> None:
+    await admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
+    )
+    await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_role_left(pg_server_url: str) -> Iterator[None]:
+    """After this file, none of this session's login roles is left in the cluster, whatever
+    became of a test's own clean-up."""
+    yield
+
+    async def sweep() -> None:
+        admin = await asyncpg.connect(_with_database(pg_server_url, "postgres"))
+        try:
+            query = "SELECT rolname::text FROM pg_roles WHERE starts_with(rolname, $1)"
+            for row in await admin.fetch(query, ROLE_PREFIX):
+                await _drop_role(admin, row[0])
+        finally:
+            await admin.close()
+
+    asyncio.run(sweep())
+
+
 @contextlib.asynccontextmanager
 async def _login_role(server_url: str) -> AsyncIterator[str]:
     """A fresh login role in the ``raiz_service`` group (cluster-wide: dropped afterwards,
     also when the test fails: ``async with``, not a generator left to the collector)."""
-    role = f"raiz_t_app_{uuid.uuid4().hex[:12]}"
+    role = f"{ROLE_PREFIX}{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(server_url)
     try:
         await admin.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE {SERVICE_ROLE}')
@@ -77,10 +108,7 @@ async def _login_role(server_url: str) -> AsyncIterator[str]:
     finally:
         admin = await asyncpg.connect(server_url)
         try:
-            await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role
-            )
-            await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+            await _drop_role(admin, role)
         finally:
             await admin.close()
 
