@@ -37,7 +37,6 @@ from typing import Any
 
 import asyncpg
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -45,6 +44,7 @@ from app.config import Settings
 from app.db import Database
 from app.db.migrate import upgrade
 from ledger.constants import ACCOUNT_NAMESPACE
+from ops.bench.bench_ledger import admin, with_database
 
 USER_NAMESPACE = "00000000-0000-0000-0000-00000000000a"
 TABLE_NAMESPACE = "00000000-0000-0000-0000-00000000000b"
@@ -200,18 +200,6 @@ FROM (SELECT t, uuid_generate_v5('{table_ns}', t::text) AS tid
 
 SET session_replication_role = origin;
 """
-
-
-def with_database(url: str, name: str) -> str:
-    return make_url(url).set(drivername="postgresql", database=name).render_as_string(False)
-
-
-async def admin(url: str, statement: str) -> None:
-    connection = await asyncpg.connect(with_database(url, "postgres"))
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
 
 
 async def fill(url: str, args: argparse.Namespace) -> None:
