@@ -156,7 +156,9 @@ async def test_no_player_or_spectator_ever_sees_a_hidden_card_or_an_unrevealed_s
     checked += leaks.check_messages(watcher.recorder.messages, table_id, None, knowledge, secrets)
     assert checked > 1_000, checked
     tokens = [who.token for who in (operator, watcher, *players)]
-    assert leaks.check_log(log_path, secrets, tokens) > 100
+    # the log was read, and it is the match's (about 100 request lines; fewer since sockets
+    # are no longer logged as HTTP requests, so the bound leaves room for a shorter match)
+    assert leaks.check_log(log_path, secrets, tokens) > 50
 
     # The check is not vacuous: one card of another hand slipped into a view is caught.
     victim = players[0]
