@@ -61,7 +61,7 @@ CREATE FUNCTION pg_temp.escrow(t bigint) RETURNS uuid LANGUAGE sql IMMUTABLE AS 
   SELECT uuid_generate_v5('{account_ns}', 'table_escrow:BRL:' ||
                           uuid_generate_v5('{table_ns}', t::text)::text) $$;
 CREATE FUNCTION pg_temp.player(t bigint, k int) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
-  SELECT ((t * 4 + k) * 7919) % {users} + 1 $$;
+  SELECT ((t * 4 + k) * {stride}) % {users} + 1 $$;
 
 INSERT INTO game.users (id, username, password_hash, role, created_at)
 SELECT uuid_generate_v5('{user_ns}', u::text), 'u' || u, 'x', 'player',
@@ -202,6 +202,12 @@ SET session_replication_role = origin;
 """
 
 
+SEATS = 4
+"""Players per filled table."""
+SEAT_STRIDE = 7919
+"""A prime: seat k of table t is user ``(t * SEATS + k) * SEAT_STRIDE mod --users`` + 1."""
+
+
 async def fill(url: str, args: argparse.Namespace) -> None:
     sql = FILL.format(
         account_ns=ACCOUNT_NAMESPACE,
@@ -209,6 +215,7 @@ async def fill(url: str, args: argparse.Namespace) -> None:
         table_ns=TABLE_NAMESPACE,
         round_ns=ROUND_NAMESPACE,
         users=args.users,
+        stride=SEAT_STRIDE,
         tables=args.tables,
         rounds=args.rounds_per_table,
         pending=args.pending,
@@ -360,10 +367,11 @@ async def measure(url: str, args: argparse.Namespace) -> None:
 
 
 async def _one_round(database: Database) -> uuid.UUID:
+    """The round of the first Merkle leaf (inside the filled checkpoint unless all pend)."""
     async with database.session() as session:
         return (
             await session.execute(
-                text("SELECT round_id FROM game.merkle_leaves WHERE leaf_index = 7")
+                text("SELECT round_id FROM game.merkle_leaves ORDER BY leaf_index LIMIT 1")
             )
         ).scalar_one()
 
@@ -385,6 +393,14 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--reuse", help="measure this existing scratch database again")
     args = parser.parse_args()
+    if min(args.tables, args.rounds_per_table) < 1 or args.pending < 0:
+        parser.error("--tables and --rounds-per-table must be at least 1, --pending at least 0")
+    if args.users < SEATS or args.users % SEAT_STRIDE == 0:
+        # the four seats of a table are users (t * 4 + k) * SEAT_STRIDE mod --users: four
+        # different users only when --users is at least 4 and prime to the stride
+        parser.error(f"--users must be at least {SEATS} and not a multiple of {SEAT_STRIDE}")
+    if args.pending >= args.tables * args.rounds_per_table:
+        parser.error("--pending must be smaller than the number of rounds (tables x rounds)")
     name = args.reuse or f"raiz_scale_{os.getpid()}"
     url = with_database(args.database_url, name)
     try:
