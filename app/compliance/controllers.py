@@ -272,7 +272,9 @@ class PlayerHandsController(Controller):
         offset: Offset = 0,
     ) -> list[dict[str, Any]]:
         """Finished rounds, newest first: your cards, what was public (the closer's melds),
-        the commitment and revealed seed, and ``verify_request``, ready for ``POST /rng/verify``."""
+        the commitment and revealed seed, and ``verify_request``, ready for ``POST /rng/verify``
+        (``null``, with ``verify_unavailable: "not_dealt"``, for a round that ended before its
+        deal)."""
         return await ComplianceService(db_session, settings, rng_service).hand_history(
             principal_of(request).user_id, limit=limit, offset=offset
         )

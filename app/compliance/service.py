@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from app.config import Settings
     from rng.service import RngService
 
-__all__ = ("ComplianceService", "allow_fixed_streams")
+__all__ = ("NOT_DEALT", "ComplianceService", "allow_fixed_streams")
+
+NOT_DEALT = "not_dealt"
+"""Why a hand has no ``verify_request``: the round ended before its deal (no card was drawn)."""
 
 
 def allow_fixed_streams(settings: Settings) -> bool:
@@ -284,17 +287,25 @@ def _hand(bundle: dict[str, Any], item: dict[str, Any], seat: int) -> dict[str, 
     deck_size = int(state["decks"]) * 52
     reshuffles = [len(body["value"]) for body in chances if body.get("kind") == "reshuffle"]
     first_dealer = any(body.get("kind") == "first_dealer" for body in chances)
+    dealt = any(body.get("kind") == "deal" for body in chances)
     rng = item["rng"]
-    verify_request: dict[str, Any] = {
-        "commitment": item["commitment"],
-        "seed": rng["seed"],
-        "client_seeds": rng["client_seeds"],
-        "version": item["rng_version"],
-        "deck_size": deck_size,
-        "reshuffle_sizes": reshuffles,
-    }
-    if first_dealer:
-        verify_request["player_count"] = int(state["seats"])
+    verify_request: dict[str, Any] | None = None
+    verify_unavailable: str | None = None
+    if dealt:
+        verify_request = {
+            "commitment": item["commitment"],
+            "seed": rng["seed"],
+            "client_seeds": rng["client_seeds"],
+            "version": item["rng_version"],
+            "deck_size": deck_size,
+            "reshuffle_sizes": reshuffles,
+        }
+        if first_dealer:
+            verify_request["player_count"] = int(state["seats"])
+    else:
+        # The match ended before this round's deal (abandoned in the client-seed window):
+        # nothing was drawn from the seed, so a request would "verify" a deck nobody was dealt.
+        verify_unavailable = NOT_DEALT
     return {
         "table_id": bundle["table"]["id"],
         "round_id": item["id"],
@@ -309,4 +320,5 @@ def _hand(bundle: dict[str, Any], item: dict[str, Any], seat: int) -> dict[str, 
         "summary": item["result"]["summary"],
         "events": spec.visible_events(events, seat),
         "verify_request": verify_request,
+        "verify_unavailable": verify_unavailable,
     }

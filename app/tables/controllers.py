@@ -190,7 +190,9 @@ class TableController(Controller):
         data: JSONBody[ClientSeedRequest],
         db_session: DbSession,
     ) -> None:
-        """Add your own seed to the next deal (before it is dealt)."""
+        """Add your own seed to the next deal: once per round, before it is dealt, while you
+        are still in the match (``already_contributed``, ``client_seeds_closed``,
+        ``seat_eliminated``)."""
         await _service(request, db_session).add_client_seed(
             principal_of(request), table_id, bytes.fromhex(data.client_seed_hex)
         )

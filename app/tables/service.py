@@ -386,12 +386,23 @@ class TableService:
     async def add_client_seed(
         self, principal: Principal, table_id: uuid.UUID, client_seed: bytes
     ) -> None:
-        """Mix a player's own seed into the next deal (only before that deal)."""
+        """Mix a player's own seed into the next deal (only before that deal).
+
+        Only a player still in the match contributes: an eliminated player keeps their seat
+        (to watch) but is dealt no cards, so their seed is refused (``seat_eliminated``)
+        before anything is written.  One seed per seat and round (``already_contributed``).
+        """
         table = await self.lock(table_id)
         if table.status != "running" or table.round_number == 0:
             raise ConflictError("No round is waiting for its deal.", code="no_round_pending")
         seat = await self._engine_seat(table, principal.user_id)
         driver = TableDriver(self._context, table, self._spec(table))
+        if seat not in driver.spec.alive_seats(driver.match):
+            raise ConflictError(
+                "You are out of the match: your seed would shape rounds you do not play.",
+                code="seat_eliminated",
+                details={"seat": seat},
+            )
         round_ = await driver.current_round()
         await self._context.rng.add_client_seed(
             round_.rng_round_id, f"seat:{seat:02d}", client_seed

@@ -190,6 +190,8 @@ async def test_a_player_sees_own_hands_and_verifies_the_shuffle(client, settings
     assert hands and all(hand["seed"] for hand in hands)
     for hand in hands:
         seat = hand["seat"]
+        # every round of this match was dealt: each offers its verification request
+        assert hand["verify_request"] is not None and hand["verify_unavailable"] is None
         dealt = next((e for e in hand["events"] if e["type"] == "dealt"), None)
         assert all("stock" not in event or event["type"] != "dealt" for event in hand["events"])
         if dealt is None:

@@ -31,16 +31,23 @@ from app.games.cards import CARDS_PER_DECK, parse_card
 from app.games.views import CARD_FIELDS, full_view
 from app.rng_api import RngServices
 from app.tables.models import Table
+from app.tables.runtime import TableRuntime
+from app.tables.timers import PresenceSweeper, table_deadline_handlers
+from app.timers import DeadlineRunner
 from tests.helpers import auth
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
 
 __all__ = (
+    "Clock",
     "Game",
     "card_ids_in",
     "cards",
+    "clock",
     "concurrently",
     "deal_permutation",
     "fix_streams",
+    "heartbeat",
+    "make_due",
     "start_game",
 )
 
@@ -296,6 +303,47 @@ class Game:
             number=round_number,
         )
         return [{"log": kind, **body} for kind, body in rows]
+
+
+@dataclass
+class Clock:
+    """A presence sweeper and a deadline runner: one worker's scheduler, run by the test (for
+    an app started with ``run_scheduler=False``)."""
+
+    sweeper: PresenceSweeper
+    runner: DeadlineRunner
+
+
+@asynccontextmanager
+async def clock(settings: Settings) -> AsyncIterator[Clock]:
+    """The test's own :class:`Clock` on the test's database."""
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+    try:
+        yield Clock(
+            PresenceSweeper(database, runtime),
+            DeadlineRunner(database, table_deadline_handlers(runtime)),
+        )
+    finally:
+        await database.dispose()
+
+
+async def heartbeat(game: Game, seat: int) -> None:
+    """``seat``'s player says they are here."""
+    beat = await game.client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
+    assert beat.status_code == 204, beat.text
+
+
+async def make_due(game: Game, kind: str) -> None:
+    """The table's pending ``kind`` deadlines are due now."""
+    await sql(
+        game.settings,
+        "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+        " WHERE table_id = :table AND kind = :kind AND status = 'pending'",
+        table=uuid.UUID(game.id),
+        kind=kind,
+    )
 
 
 async def seat(client: Any, token: str, table_id: str) -> dict[str, Any]:

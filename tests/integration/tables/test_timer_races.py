@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import pytest
 
-from app.db import Database
-from app.rng_api import RngServices
-from app.tables.runtime import TableRuntime
-from app.tables.timers import PresenceSweeper, table_deadline_handlers
-from app.timers import DeadlineRunner
 from tests.conftest import make_settings
-from tests.helpers import assert_error, auth
-from tests.integration.tables.scenario import Game, concurrently, sql, start_game
+from tests.helpers import assert_error
+from tests.integration.tables.scenario import (
+    Game,
+    clock,
+    concurrently,
+    heartbeat,
+    make_due,
+    sql,
+    start_game,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -34,44 +34,6 @@ def settings(database_url):
         allow_timer_overrides=True,
         presence_grace_s=GRACE_S,
         run_scheduler=False,
-    )
-
-
-@dataclass
-class Clock:
-    """This test's presence sweeper and deadline runner (one worker's scheduler, by hand)."""
-
-    sweeper: PresenceSweeper
-    runner: DeadlineRunner
-
-
-@asynccontextmanager
-async def clock(settings) -> AsyncIterator[Clock]:
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
-    try:
-        yield Clock(
-            PresenceSweeper(database, runtime),
-            DeadlineRunner(database, table_deadline_handlers(runtime)),
-        )
-    finally:
-        await database.dispose()
-
-
-async def heartbeat(game: Game, seat: int) -> None:
-    beat = await game.client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
-    assert beat.status_code == 204, beat.text
-
-
-async def make_due(game: Game, kind: str) -> None:
-    """The table's pending ``kind`` deadlines are due now."""
-    await sql(
-        game.settings,
-        "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
-        " WHERE table_id = :table AND kind = :kind AND status = 'pending'",
-        table=uuid.UUID(game.id),
-        kind=kind,
     )
 
 
