@@ -28,6 +28,7 @@ from app.compliance.checkpoints import make_checkpoint
 from app.compliance.monitor import AuditMonitor
 from app.config import ConfigurationError, Settings, get_settings
 from app.db import Database
+from ledger import Ledger
 from ledger.reconcile import reconcile
 from tests.conftest import _with_database, make_settings
 from tests.helpers import auth
@@ -53,6 +54,8 @@ APPEND_ONLY = (
     "game.checkpoints",
     "game.access_log",
     "game.audit_sweeps",
+    "game.fee_rates",
+    "game.table_actions",
     "ledger.transfers",
     "ledger.entries",
     "ledger.settlements",
@@ -177,6 +180,18 @@ async def test_the_serving_role_plays_a_match_and_audits_it(service_settings, se
         await database.dispose()
 
 
+ACCOUNT_IDENTITY_CHANGES = (
+    "id = gen_random_uuid()",
+    "type = 'prize_fund'",
+    "currency = 'USD'",
+    "owner_id = gen_random_uuid()",
+    "may_go_negative = NOT may_go_negative",
+    "created_at = now()",
+    "balance_cents = balance_cents + 1, version = version + 1, currency = currency",
+)
+ACCOUNT_UPDATED_COLUMNS = ["balance_cents", "closed_at", "closed_version", "version"]
+"""What the ledger updates (posting: balance and version; closing an escrow: the rest)."""
+
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),
     *(f"ALTER TABLE {table} DISABLE TRIGGER ALL" for table in APPEND_ONLY),
@@ -205,6 +220,9 @@ REFUSED = [
     "DELETE FROM game.tables",
     "DELETE FROM game.deadlines",
     "UPDATE game.fee_rates SET fee_bps = 0",
+    "UPDATE game.table_actions SET step = 0",
+    # an account's balance, version and closing only: never its identity
+    *(f"UPDATE ledger.accounts SET {change}" for change in ACCOUNT_IDENTITY_CHANGES),
     "SET session_replication_role = replica",
     "DROP TABLE public.alembic_version",
     "DELETE FROM public.alembic_version",
@@ -241,6 +259,45 @@ async def test_the_serving_role_cannot_undo_retention(service_url, database_url)
         await owner.close()
 
 
+async def test_the_serving_role_posts_and_closes_accounts_but_cannot_rewrite_one(service_url):
+    """Every ledger operation works with UPDATE on an account's balance, version and closing
+    columns only (migration ``ledger_0004``); its identity columns are refused by the grant."""
+    ana, bia, table = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    database = Database.connect(service_url, make_settings(service_url))
+
+    async def run(work):  # one operation per transaction, as the game service does
+        async with database.session() as session, session.begin():
+            return await work(Ledger(session))
+
+    try:
+        for who in (ana, bia):
+            await run(lambda ledger, p=who: ledger.deposit(f"dep:{p}", p, 1_000))
+            await run(lambda ledger, p=who: ledger.take_entry(f"entry:{p}", p, table, 500))
+        await run(lambda ledger: ledger.settle_table("settle", table, 1_000, [ana]))
+        escrow = await run(lambda ledger: ledger.close_escrow(table))
+        assert escrow.closed and escrow.balance_cents == 0
+        await run(lambda ledger: ledger.withdraw("out", ana, 300))
+        await run(lambda ledger: ledger.reverse("out:back", "out"))
+        wallet = await run(lambda ledger: ledger.account(ledger.wallet_id(ana)))
+        assert (wallet.balance_cents, wallet.version) == (1_000 - 500 + 900, 5)
+        report = await reconcile(database.engine)
+        assert report.ok, report.problems
+    finally:
+        await database.dispose()
+    connection = await asyncpg.connect(service_url)
+    try:
+        for change in ACCOUNT_IDENTITY_CHANGES:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await connection.execute(
+                    f"UPDATE ledger.accounts SET {change} WHERE id = $1", escrow.id
+                )
+        row = await connection.fetchrow("SELECT * FROM ledger.accounts WHERE id = $1", escrow.id)
+        assert (row["type"], row["currency"], row["owner_id"]) == ("table_escrow", "BRL", table)
+        assert (row["created_at"], row["closed_at"]) == (escrow.created_at, escrow.closed_at)
+    finally:
+        await connection.close()
+
+
 async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
     connection = await asyncpg.connect(database_url)
     try:
@@ -274,6 +331,15 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
                 assert not (row["can_update"] or row["can_delete"]), name
         deletable = {name for name, row in tables.items() if row["can_delete"]}
         assert deletable == {"game.login_failures"}
+        # the ledger's accounts: UPDATE on the columns it changes only (migration ledger_0004)
+        assert not tables["ledger.accounts"]["can_update"]
+        updatable = await connection.fetchval(
+            "SELECT array_agg(attname::text ORDER BY attname) FROM pg_attribute "
+            "WHERE attrelid = 'ledger.accounts'::regclass AND attnum > 0 AND NOT attisdropped "
+            "AND has_column_privilege($1, attrelid, attnum, 'UPDATE')",
+            SERVICE_ROLE,
+        )
+        assert updatable == ACCOUNT_UPDATED_COLUMNS
         # SELECT ... FOR UPDATE on rng.rounds needs UPDATE on a column (the trigger refuses it)
         assert await connection.fetchval(
             "SELECT array_agg(attname::text ORDER BY attname) FROM pg_attribute "

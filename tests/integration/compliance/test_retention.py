@@ -1,5 +1,6 @@
-"""Retention: rounds, their logs, signatures, checkpoints, the access log and the ledger cannot
-be deleted or changed through the application (no route deletes them; the database refuses)."""
+"""Retention: rounds, their logs, signatures, checkpoints, the access log, the fee-rate history,
+the applied actions and the ledger cannot be deleted or changed through the application (no
+route deletes them; the database refuses)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ KEPT_TABLES = (
     "game.merkle_leaves",
     "game.checkpoints",
     "game.access_log",
+    "game.fee_rates",
+    "game.table_actions",
     "ledger.transfers",
     "ledger.entries",
     "ledger.settlements",
