@@ -51,6 +51,18 @@ async def sql(database_url):
         "UPDATE ledger.accounts SET type = 'prize_fund' WHERE type = 'cash_out'",
         "UPDATE ledger.accounts SET closed_at = NULL, closed_version = NULL"
         " WHERE closed_at IS NOT NULL",
+        # a balance that moves with its version but without an entry (checked at commit)
+        "UPDATE ledger.accounts SET balance_cents = balance_cents + 100, version = version + 1"
+        " WHERE type = 'cash_out'",
+        "UPDATE ledger.accounts SET balance_cents = balance_cents - 1, version = version + 1"
+        " WHERE type = 'player_wallet'",
+        # ... or a version that moves alone
+        "UPDATE ledger.accounts SET version = version + 2 WHERE type = 'cash_out'",
+        # an account created with money in it
+        "INSERT INTO ledger.accounts (id, type, currency, may_go_negative, balance_cents)"
+        " VALUES (gen_random_uuid(), 'player_wallet', 'BRL', false, 500)",
+        "INSERT INTO ledger.accounts (id, type, currency, may_go_negative, version)"
+        " VALUES (gen_random_uuid(), 'player_wallet', 'BRL', false, 1)",
     ],
 )
 async def test_the_database_refuses_to_rewrite_history(run, sql, statement):
@@ -193,3 +205,60 @@ async def test_reconciliation_is_clean_with_refunds_and_reversals(run, engine):
     await run(lambda ledger: ledger.reverse("undo-dep2", f"dep2:{names['bia']}"))
     report = await reconcile(engine)
     assert report.ok, report.problems
+
+
+async def test_an_account_moves_only_with_the_entries_of_its_transaction(run, sql):
+    """The entries-behind-a-move check runs at commit: a transaction that writes a balanced
+    transfer's entries by hand, and moves the accounts to match, commits (what a posting
+    does); the same move without the entries, or to another balance, does not."""
+    names = await honest_ledger(run)
+    wallet = await sql.fetchrow(
+        "SELECT id, balance_cents, version FROM ledger.accounts"
+        " WHERE type = 'player_wallet' AND owner_id = $1",
+        names["bia"],
+    )
+    cash_in = await sql.fetchrow(
+        "SELECT id, balance_cents, version FROM ledger.accounts WHERE type = 'cash_in'"
+    )
+
+    async def move(to_wallet_balance: int) -> None:
+        async with sql.transaction():
+            # accounts first, entries after: the check waits for the commit
+            for account, after in (
+                (cash_in, cash_in["balance_cents"] - 7),
+                (wallet, to_wallet_balance),
+            ):
+                await sql.execute(
+                    "UPDATE ledger.accounts SET balance_cents = $2, version = version + 1"
+                    " WHERE id = $1",
+                    account["id"],
+                    after,
+                )
+            await sql.execute(
+                "INSERT INTO ledger.transfers (id, batch_id, batch_position, debit_account_id,"
+                " credit_account_id, amount_cents, currency, kind, reference, metadata,"
+                " request_sha256) VALUES ('by-hand', gen_random_uuid(), 0, $1, $2, 7, 'BRL',"
+                " 'deposit', '{}', '{}', sha256('x'::bytea))",
+                cash_in["id"],
+                wallet["id"],
+            )
+            for account, amount in ((cash_in, -7), (wallet, 7)):
+                await sql.execute(
+                    "INSERT INTO ledger.entries (transfer_id, account_id, amount_cents,"
+                    " balance_before_cents, balance_after_cents, account_version)"
+                    " VALUES ('by-hand', $1, $2::bigint, $3::bigint, $3::bigint + $2::bigint, $4)",
+                    account["id"],
+                    amount,
+                    account["balance_cents"],
+                    account["version"] + 1,
+                )
+
+    before = await run.snapshot()
+    with pytest.raises(asyncpg.RaiseError, match="without its entries"):
+        await move(wallet["balance_cents"] + 8)  # the entry ends at +7
+    assert await run.snapshot() == before
+    await move(wallet["balance_cents"] + 7)
+    assert (
+        await sql.fetchval("SELECT balance_cents FROM ledger.accounts WHERE id = $1", wallet["id"])
+        == wallet["balance_cents"] + 7
+    )
