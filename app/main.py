@@ -39,6 +39,7 @@ from app.config import Settings, get_settings
 from app.db import Database
 from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.db.engine import sync_url
+from app.db.migrate import schema_revisions
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import (
@@ -267,6 +268,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     app.state.settings = settings
     app.state.database = db
+    app.state.schema_revisions = schema_revisions()  # for the readiness probe
     app.state.deadline_runner = runner
     app.state.scheduler = scheduler
     app.state.rng_services = rng_services
