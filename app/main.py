@@ -23,7 +23,7 @@ from app.accounts.controllers import AdminUsersController, AuthController
 from app.accounts.service import AccountService
 from app.api.health import HealthController
 from app.api.middleware import RequestContextMiddleware
-from app.api.openapi import document_error_responses
+from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
 from app.compliance.checkpoints import CheckpointJob
 from app.compliance.controllers import (
@@ -255,6 +255,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             version=API_VERSION,
             description="Auditable real-money Cacheta, Pife and Truco tables.",
             path="/schema",
+            openapi_router=openapi_router("/schema"),
             render_plugins=[SwaggerRenderPlugin()],
             components=Components(
                 security_schemes={

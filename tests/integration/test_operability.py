@@ -60,6 +60,23 @@ async def test_openapi_schema_is_served_with_operation_ids(client):
     assert "ErrorBody" in schema["components"]["schemas"]
 
 
+async def test_unknown_paths_under_schema_get_the_json_error_shape(client):
+    # Litestar's OpenAPI plugin answered them with an HTML page; every other unknown route
+    # gets the API's error body.
+    from tests.helpers import assert_error
+
+    for path in ("/schema/nothing", "/schema/redoc", "/schema/openapi.yaml", "/schema/a/b"):
+        response = await client.get(path)
+        assert_error(response, 404, "not_found")
+        assert response.headers["content-type"].startswith("application/json"), path
+    assert_error(await client.get("/nothing"), 404, "not_found")
+    # the documents themselves are still served
+    for path in ("/schema", "/schema/swagger"):
+        page = await client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert (await client.get("/schema/openapi.json")).status_code == 200
+
+
 async def test_request_id_is_echoed_or_generated(client):
     echoed = await client.get("/health/live", headers={"X-Request-ID": "abc12345-test"})
     assert echoed.headers["x-request-id"] == "abc12345-test"
