@@ -22,7 +22,7 @@ from app.accounts.auth import PUBLIC_OPT_KEY, BearerAuthMiddleware
 from app.accounts.controllers import AdminUsersController, AuthController
 from app.accounts.service import AccountService
 from app.api.health import HealthController
-from app.api.middleware import RequestContextMiddleware
+from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
 from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
 from app.compliance.checkpoints import CheckpointJob
@@ -196,6 +196,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         # Requests only: a table socket never reaches the middleware's status and duration
         # (it was counted as a 200 answered in 0 s, and "in progress" while open).
         scopes={ScopeType.HTTP},
+        # load shedding (503 service_busy) is counted apart from server errors
+        middleware_class=HttpMetricsMiddleware,
     )
     channels = ChannelsPlugin(
         backend=ResilientPgListener(sync_url(url)),
