@@ -3,8 +3,9 @@
 Services raise :class:`AppError` (or a subclass) with a machine-readable ``code``; the
 handlers below turn it, and every framework error, into a 4xx JSON body.  A worker whose
 database pool stays exhausted past ``RAIZ_DB_POOL_TIMEOUT_S`` answers 503 ``service_busy``
-with ``Retry-After`` (nothing was done; the client retries).  Anything else is a bug: it is
-logged with its request id and answered with a bare 500.
+with ``Retry-After`` (nothing was done; the client retries), counted as load shedding, not
+as a server error.  Anything else is a bug: it is logged with its request id and answered
+with a bare 500.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = (
     "ValidationFailed",
     "error_body",
     "exception_handlers",
+    "was_load_shed",
 )
 
 logger = structlog.get_logger("raiz.errors")
@@ -171,12 +173,22 @@ def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, A
     return _respond(status, error_body(code, exc.detail), exc.headers)
 
 
+_LOAD_SHED_KEY = "raiz_load_shed"
+
+
+def was_load_shed(scope: Scope) -> bool:
+    """Whether the request of ``scope`` was answered 503 ``service_busy``: refused to shed
+    load, which the request metrics count apart from server errors (bugs)."""
+    return bool(scope.get("state", {}).get(_LOAD_SHED_KEY, False))
+
+
 BUSY_RETRY_AFTER_S = 1
 """``Retry-After`` of a 503 ``service_busy``."""
 
 
 def _busy(request: Request[Any, Any, Any], exc: PoolTimeoutError) -> Response[dict[str, Any]]:
     logger.warning("service_busy", path=request.url.path, reason="database pool exhausted")
+    request.scope["state"][_LOAD_SHED_KEY] = True  # deliberate: not a server error
     return _respond(
         503,
         error_body(

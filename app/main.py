@@ -22,8 +22,8 @@ from app.accounts.auth import PUBLIC_OPT_KEY, BearerAuthMiddleware
 from app.accounts.controllers import AdminUsersController, AuthController
 from app.accounts.service import AccountService
 from app.api.health import HealthController
-from app.api.middleware import RequestContextMiddleware
-from app.api.openapi import document_error_responses
+from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
+from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
 from app.compliance.checkpoints import CheckpointJob
 from app.compliance.controllers import (
@@ -39,6 +39,7 @@ from app.config import Settings, get_settings
 from app.db import Database
 from app.db.embedded import ensure_database_async, resolve_database_url_sync
 from app.db.engine import sync_url
+from app.db.migrate import schema_revisions
 from app.errors import exception_handlers
 from app.logging import configure_logging
 from app.metrics import (
@@ -195,6 +196,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         # Requests only: a table socket never reaches the middleware's status and duration
         # (it was counted as a 200 answered in 0 s, and "in progress" while open).
         scopes={ScopeType.HTTP},
+        # load shedding (503 service_busy) is counted apart from server errors
+        middleware_class=HttpMetricsMiddleware,
     )
     channels = ChannelsPlugin(
         backend=ResilientPgListener(sync_url(url)),
@@ -254,6 +257,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             version=API_VERSION,
             description="Auditable real-money Cacheta, Pife and Truco tables.",
             path="/schema",
+            openapi_router=openapi_router("/schema"),
             render_plugins=[SwaggerRenderPlugin()],
             components=Components(
                 security_schemes={
@@ -267,6 +271,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     )
     app.state.settings = settings
     app.state.database = db
+    app.state.schema_revisions = schema_revisions()  # for the readiness probe
     app.state.deadline_runner = runner
     app.state.scheduler = scheduler
     app.state.rng_services = rng_services

@@ -1,8 +1,9 @@
 """Every Prometheus metric the service exports, defined once, documented in ops/.
 
-HTTP request metrics (``raiz_http_*``) come from Litestar's Prometheus middleware; this
-module holds the domain metrics and the database pool gauges.  In multi-process mode
-(``PROMETHEUS_MULTIPROC_DIR`` set) gauges aggregate across live workers.
+HTTP request metrics (``raiz_http_*``) come from Litestar's Prometheus middleware
+(:class:`app.api.middleware.HttpMetricsMiddleware`, which tells load shedding from server
+errors); this module holds the domain metrics and the database pool gauges.  In multi-process
+mode (``PROMETHEUS_MULTIPROC_DIR`` set) gauges aggregate across live workers.
 """
 
 from __future__ import annotations

@@ -1,20 +1,25 @@
-"""OpenAPI: document the one error body every route may answer with."""
+"""OpenAPI: document the one error body every route may answer with, and serve the documents
+under a router whose unknown paths answer that body too."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from litestar import MediaType, Response, Router
+from litestar.exceptions import NotFoundException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.routes import HTTPRoute
+from litestar.status_codes import HTTP_404_NOT_FOUND
 
 from app.accounts.auth import PUBLIC_OPT_KEY
+from app.errors import error_body
 
 if TYPE_CHECKING:
     from litestar import Litestar
 
-__all__ = ("ErrorBody", "document_error_responses")
+__all__ = ("ErrorBody", "document_error_responses", "openapi_router")
 
 
 class ErrorBody(msgspec.Struct):
@@ -58,3 +63,30 @@ def document_error_responses(app: Litestar) -> None:
                 statuses.append(403)
             documented = {status: _spec(status) for status in statuses}
             handler.responses = {**documented, **(handler.responses or {})}
+
+
+async def _json_not_found(response: Response[Any]) -> Response[Any]:
+    if response.status_code != HTTP_404_NOT_FOUND:
+        return response
+    return Response(
+        error_body("not_found", NotFoundException().detail),
+        status_code=HTTP_404_NOT_FOUND,
+        media_type=MediaType.JSON,
+    )
+
+
+def openapi_router(path: str) -> Router:
+    """The router the OpenAPI plugin serves its documents from (``OpenAPIConfig.openapi_router``).
+
+    The plugin answers an unknown path under it (``/schema/nothing``) from its own handler, with
+    an HTML page; this router turns that answer into the API's JSON ``not_found``, as every
+    other unknown route gets.
+    """
+    return Router(
+        path,
+        route_handlers=[],
+        include_in_schema=False,
+        dto=None,
+        return_dto=None,
+        after_request=_json_not_found,
+    )

@@ -60,6 +60,23 @@ async def test_openapi_schema_is_served_with_operation_ids(client):
     assert "ErrorBody" in schema["components"]["schemas"]
 
 
+async def test_unknown_paths_under_schema_get_the_json_error_shape(client):
+    # Litestar's OpenAPI plugin answered them with an HTML page; every other unknown route
+    # gets the API's error body.
+    from tests.helpers import assert_error
+
+    for path in ("/schema/nothing", "/schema/redoc", "/schema/openapi.yaml", "/schema/a/b"):
+        response = await client.get(path)
+        assert_error(response, 404, "not_found")
+        assert response.headers["content-type"].startswith("application/json"), path
+    assert_error(await client.get("/nothing"), 404, "not_found")
+    # the documents themselves are still served
+    for path in ("/schema", "/schema/swagger"):
+        page = await client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert (await client.get("/schema/openapi.json")).status_code == 200
+
+
 async def test_request_id_is_echoed_or_generated(client):
     echoed = await client.get("/health/live", headers={"X-Request-ID": "abc12345-test"})
     assert echoed.headers["x-request-id"] == "abc12345-test"
@@ -92,6 +109,8 @@ async def test_an_exhausted_database_pool_answers_503_service_busy_and_changes_n
                 await asyncio.sleep(0.01)
 
     signup = {"username": "busy", "password": "a long passphrase"}
+    shed_paths = (("POST", "/auth/signup"), ("GET", "/wallet"))
+    before = _http_counts(shed_paths, 503)
     async with AsyncTestClient(app=app) as client:
         holder = client.blocking_portal.start_task_soon(hold_the_only_connection)
         assert await asyncio.to_thread(held.wait, 10)
@@ -110,6 +129,28 @@ async def test_an_exhausted_database_pool_answers_503_service_busy_and_changes_n
         assert again.status_code == 201, again.text
         metrics = (await client.get("/metrics")).text
     assert 'path="/auth/signup",status_code="503"' in metrics
+    # Load shedding is deliberate, not a bug: counted as shed, never as a server error (the
+    # counter the 5xx alerts use), and still a 503 among the requests.
+    after = _http_counts(shed_paths, 503)
+    for key in shed_paths:
+        delta = {name: after[key][name] - before[key][name] for name in after[key]}
+        assert delta == {"requests": 1, "shed": 1, "error": 0}, (key, delta)
+
+
+def _http_counts(
+    routes: tuple[tuple[str, str], ...], status: int
+) -> dict[tuple[str, str], dict[str, float]]:
+    """The request, shed and server-error counts of each (method, path) answered ``status``."""
+    from prometheus_client import REGISTRY
+
+    counts = {}
+    for method, path in routes:
+        labels = {"app_name": "raiz", "method": method, "path": path, "status_code": str(status)}
+        counts[method, path] = {
+            name: REGISTRY.get_sample_value(f"raiz_http_requests{suffix}_total", labels) or 0.0
+            for name, suffix in (("requests", ""), ("shed", "_shed"), ("error", "_error"))
+        }
+    return counts
 
 
 async def test_table_sockets_are_not_counted_as_http_requests(client, settings):
