@@ -402,7 +402,7 @@ async def reconcile(engine: AsyncEngine) -> ReconcileReport:
             return await _reconcile(snapshot)
 
 
-SETTLE_POLL_S = 0.05
+SETTLE_POLL_MS = 50
 """How often :func:`settled_mark` looks whether the transactions it waits for have ended."""
 
 _TAKEN_IDS = "SELECT pg_sequence_last_value(pg_get_serial_sequence('ledger.entries', 'id'))"
@@ -411,30 +411,30 @@ _ENDED = """SELECT COALESCE(bool_and(pg_visible_in_snapshot(running, pg_current_
             FROM pg_snapshot_xip(CAST(CAST(:running AS text) AS pg_snapshot)) running"""
 
 
-async def settled_mark(engine: AsyncEngine, wait_s: float) -> int | None:
+async def settled_mark(engine: AsyncEngine, wait_ms: int) -> int | None:
     """The highest entry id taken so far, once every transaction that may hold an id up to it
     has ended (a snapshot taken afterwards sees all of them that committed); None when some
-    has not ended within ``wait_s`` seconds.  See the module's docstring."""
+    has not ended within ``wait_ms`` milliseconds.  See the module's docstring."""
     async with engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
         taken = (await autocommit.execute(text(_TAKEN_IDS))).scalar()
         # a later statement, so its snapshot lists every transaction that took one of them
         running = (await autocommit.execute(text(_RUNNING))).scalar_one()
-        deadline = time.monotonic() + wait_s
+        deadline = time.monotonic() + wait_ms / 1000
         while not (await autocommit.execute(text(_ENDED), {"running": running})).scalar_one():
             if time.monotonic() >= deadline:
                 return None
-            await asyncio.sleep(SETTLE_POLL_S)
+            await asyncio.sleep(SETTLE_POLL_MS / 1000)
     return int(taken or 0)
 
 
 async def sweep_reconcile(
-    engine: AsyncEngine, entries_after: int | None, settle_wait_s: float
+    engine: AsyncEngine, entries_after: int | None, settle_wait_ms: int
 ) -> ReconcileReport:
     """The audit sweep's reconciliation: every check over the whole ledger when
     ``entries_after`` is None, else only over the entries above it and what they touched;
     with the next mark in ``entries_up_to`` (see the module's docstring)."""
-    mark = await settled_mark(engine, settle_wait_s)
+    mark = await settled_mark(engine, settle_wait_ms)
     async with engine.connect() as connection:
         snapshot = await connection.execution_options(isolation_level="REPEATABLE READ")
         async with snapshot.begin():

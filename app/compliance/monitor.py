@@ -64,7 +64,7 @@ __all__ = (
 AUDIT_LOCK_KEY: Final = 0x7261697A_61756474
 """``pg_try_advisory_xact_lock`` key: one sweep at a time across workers ("raizaudt")."""
 MAX_FINDINGS: Final = 50
-MARK_WAIT_S: Final = 10.0
+MARK_WAIT_MS: Final = 10_000
 """How long a sweep waits for the transactions that may hold ledger entry ids below its mark to
 end (milliseconds, normally); past it the mark stays where it was (``ledger.reconcile``)."""
 
@@ -178,7 +178,7 @@ class AuditMonitor:
                 return None
             report = SweepReport()
             entries_after = await self._incremental_after(session, last, now)
-            ledger = await sweep_reconcile(self._database.engine, entries_after, MARK_WAIT_S)
+            ledger = await sweep_reconcile(self._database.engine, entries_after, MARK_WAIT_MS)
             report.reconcile_problems = len(ledger.problems)
             report.reconcile_kind = ledger.kind
             report.entries_checked = ledger.entries

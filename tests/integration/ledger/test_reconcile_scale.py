@@ -123,7 +123,7 @@ async def test_the_report_over_ranges_is_the_report_over_the_whole_ledger(
 
 async def test_an_incremental_reconciliation_reads_only_the_new_entries(run, engine):
     await fill(run, 120)
-    full = await sweep_reconcile(engine, None, 5)
+    full = await sweep_reconcile(engine, None, 5_000)
     assert full.ok and full.kind == "full" and full.entries == 600, full.problems
     assert full.entries_up_to == await run.scalar("SELECT max(id) FROM ledger.entries")
     # one new deposit: its two entries, on a new wallet and on the cash-in account, which
@@ -143,7 +143,7 @@ async def test_an_incremental_reconciliation_reads_only_the_new_entries(run, eng
     # transaction's counter may still hold those of the pooled connection's previous one)
     read = sum(entries for entries, _ in counting.reads)
     assert read <= 20, "\n".join(f"{n}: {s[:150]}" for n, s in counting.reads if n)
-    following = await sweep_reconcile(engine, full.entries_up_to, 5)
+    following = await sweep_reconcile(engine, full.entries_up_to, 5_000)
     assert following.ok and following.entries == 2
     assert following.entries_up_to == full.entries_up_to + 2
 
@@ -153,7 +153,7 @@ async def test_an_incremental_reconciliation_catches_a_new_entry_tampered(
     run, engine, database_url
 ):
     await fill(run, 8)
-    mark = (await sweep_reconcile(engine, None, 5)).entries_up_to
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
     player = uuid.uuid4()
     await run(lambda ledger: ledger.deposit("dep:late", player, 700))
     sql = await asyncpg.connect(database_url)
@@ -167,7 +167,7 @@ async def test_an_incremental_reconciliation_catches_a_new_entry_tampered(
         )
     finally:
         await sql.close()
-    report = await sweep_reconcile(engine, mark, 5)
+    report = await sweep_reconcile(engine, mark, 5_000)
     assert report.kind == "incremental"
     assert {problem.check for problem in report.problems} == {
         "transfer_balanced",
@@ -185,7 +185,7 @@ async def test_an_incremental_reconciliation_catches_a_new_entry_tampered(
 @pytest.mark.ledger_tampering
 async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(run, engine):
     await fill(run, 8)
-    mark = (await sweep_reconcile(engine, None, 5)).entries_up_to
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
     assert mark is not None
     late = uuid.uuid4()
     # T1 takes the lower entry ids and stays open; T2 takes higher ids and commits first.
@@ -210,12 +210,12 @@ async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(ru
         assert fast_ids > slow_ids
         # A sweep now sees T2's entries, not T1's: it checks T2's, and its mark stays below
         # T1's ids (a mark at the highest visible id would skip T1's entries for ever).
-        during = await sweep_reconcile(engine, mark, 0.2)
+        during = await sweep_reconcile(engine, mark, 200)
         assert during.ok, during.problems
         assert during.entries == 2
         assert during.entries_up_to == mark
         # a sweep that starts while T1 is still open waits for it, then sees it
-        waiting = asyncio.create_task(sweep_reconcile(engine, mark, 10))
+        waiting = asyncio.create_task(sweep_reconcile(engine, mark, 10_000))
         await asyncio.sleep(0.3)
         assert not waiting.done()
     after = await waiting
