@@ -169,6 +169,9 @@ class Settings(BaseSettings):
     """How often the audit sweep reconciles the ledger and re-verifies newly signed rounds."""
     audit_settle_s: float = Field(default=30.0, ge=0)
     """The sweep leaves rounds signed in the last this-many seconds to the next sweep."""
+    audit_full_reconcile_s: float = Field(default=86_400.0, ge=0)
+    """How often the audit sweep reconciles the whole ledger; the sweeps in between check only
+    the entries written since the previous sweep (0: every sweep in full)."""
 
     log_level: str = "INFO"
     """Root log level."""

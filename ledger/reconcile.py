@@ -18,12 +18,61 @@ snapshot while transfers keep being written.  Checks:
 - each settlement's fee is floor(pool * fee_bps / 10 000), fee + payouts = pool, and its
   fee and payout transfers carry exactly those amounts, from the table's escrow to the
   house revenue and to each winner's wallet in order.
+
+:func:`reconcile` runs every check over the whole ledger (``raiz ledger reconcile``, and the
+audit sweep's periodic full run).  :func:`sweep_reconcile` is the audit sweep's: a full run, or
+an *incremental* one that checks only the entries written since the previous sweep's
+high-water mark (``entries_up_to``) and what they touched, and returns the next mark.
+
+The incremental run rests on one fact: transfers, entries and settlements are append-only
+(triggers refuse UPDATE, DELETE and TRUNCATE; the account guard trigger refuses a version that
+goes back and a balance change without a version change), so a row checked by an earlier sweep
+is still the row it checked; what is new is the entries above the mark.  Check by check:
+
+- ``currency_sum``, ``never_negative``, ``type_policy``, ``closed_escrow_empty``: read only
+  ``ledger.accounts`` (mutable rows, no entry), so they still run over every account: one pass
+  of the accounts table, no entry read;
+- ``balance_chain`` and ``versions_contiguous``: each new entry starts from its predecessor's
+  (same account, version - 1) balance after, and that predecessor exists (version 1 starts
+  from 0): an index lookup per new entry; each touched account's version is its highest
+  entry's.  With the chains checked up to the mark by earlier sweeps, the account's entries
+  are 1..version with no gap and no rewrite (the unique (account, version) refuses a second
+  entry of a version);
+- ``last_entry_is_balance``: over the touched accounts (those of the new entries);
+- ``balance_equals_entries``: not re-summed: a chain from 0 whose every entry adds its amount
+  (``ck_entries_balance_arithmetic``) ends at the sum of the amounts, so the two checks
+  above imply it;
+- ``transfer_balanced``, ``transfer_currency``, ``transfer_route``, ``reversal_mirrors``: over
+  the transfers of the new entries (both legs are read, through the (transfer, account) index);
+- ``closed_escrow_no_later_entry``: over the new entries;
+- ``settlement_*``: every settlement of the tables whose escrow a new entry touched (a
+  settlement moves its escrow's pool in its own transaction).
+
+Left to the full run (daily by default): a transfer recorded with no entry at all, a
+settlement that moved no money (pool 0), and an account row changed by hand without an entry
+whose change nets to zero in its currency — all only possible by writing around the ledger
+service as the tables' owner.
+
+The mark: entry ids come from a sequence, and an id is taken before its transaction commits,
+so a transaction holding a smaller id can commit after one holding a bigger id: the highest
+id visible in a snapshot is not a safe mark.  :func:`settled_mark` reads the sequence (every id
+up to it is taken), then waits until every transaction running at that moment has ended
+(committed or rolled back: ``pg_visible_in_snapshot`` of each id of that moment's
+``pg_current_snapshot()``), and only then is the reconciliation snapshot taken: it sees every
+committed entry up to the mark, so the next sweep may start after it.  This needs the writing
+transaction to have its transaction id before it takes an entry id: the posting path locks
+its accounts ``FOR UPDATE`` first, which assigns it; and the sequence to hand out ids one at a
+time (``CACHE 1``, the identity column's default).  When the wait times out (a long
+transaction somewhere in the cluster), the mark does not move: the next sweep reads the same
+entries again, and nothing is skipped.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -35,7 +84,15 @@ if TYPE_CHECKING:
 
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-__all__ = ("CHUNK_KEYS", "MAX_PROBLEMS_PER_CHECK", "Problem", "ReconcileReport", "reconcile")
+__all__ = (
+    "CHUNK_KEYS",
+    "MAX_PROBLEMS_PER_CHECK",
+    "Problem",
+    "ReconcileReport",
+    "reconcile",
+    "settled_mark",
+    "sweep_reconcile",
+)
 
 MAX_PROBLEMS_PER_CHECK = 20
 """Rows listed per failed check (the count of all of them is reported too)."""
@@ -57,8 +114,18 @@ class ReconcileReport:
 
     problems: list[Problem] = field(default_factory=list)
     accounts: int = 0
+    """Accounts checked (incremental: those the new entries touched)."""
     transfers: int = 0
+    """Transfers checked (incremental: those of the new entries)."""
     entries: int = 0
+    """Entries checked (incremental: the new ones, above ``entries_after``)."""
+    kind: str = "full"
+    """``full`` or ``incremental``."""
+    entries_after: int | None = None
+    """Incremental: the entries with an id above this one were checked (the previous mark)."""
+    entries_up_to: int | None = None
+    """:func:`sweep_reconcile`: the next mark, every entry id up to it is settled and was
+    checked (None: unknown, the next sweep runs in full)."""
 
     @property
     def ok(self) -> bool:
@@ -68,9 +135,10 @@ class ReconcileReport:
     def summary(self) -> str:
         """One line for operators."""
         state = "ok" if self.ok else f"{len(self.problems)} problem(s)"
+        scope = "" if self.kind == "full" else f" (entries after {self.entries_after})"
         return (
-            f"ledger reconcile: {state}: {self.accounts} accounts, {self.transfers} transfers, "
-            f"{self.entries} entries"
+            f"ledger reconcile{scope}: {state}: {self.accounts} accounts, "
+            f"{self.transfers} transfers, {self.entries} entries"
         )
 
 
@@ -334,6 +402,54 @@ async def reconcile(engine: AsyncEngine) -> ReconcileReport:
             return await _reconcile(snapshot)
 
 
+SETTLE_POLL_MS = 50
+"""How often :func:`settled_mark` looks whether the transactions it waits for have ended."""
+
+_TAKEN_IDS = "SELECT pg_sequence_last_value(pg_get_serial_sequence('ledger.entries', 'id'))"
+_RUNNING = "SELECT CAST(pg_current_snapshot() AS text)"
+_ENDED = """SELECT COALESCE(bool_and(pg_visible_in_snapshot(running, pg_current_snapshot())), TRUE)
+            FROM pg_snapshot_xip(CAST(CAST(:running AS text) AS pg_snapshot)) running"""
+
+
+async def settled_mark(engine: AsyncEngine, wait_ms: int) -> int | None:
+    """The highest entry id taken so far, once every transaction that may hold an id up to it
+    has ended (a snapshot taken afterwards sees all of them that committed); None when some
+    has not ended within ``wait_ms`` milliseconds.  See the module's docstring."""
+    async with engine.connect() as connection:
+        autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        taken = (await autocommit.execute(text(_TAKEN_IDS))).scalar()
+        # a later statement, so its snapshot lists every transaction that took one of them
+        running = (await autocommit.execute(text(_RUNNING))).scalar_one()
+        deadline = time.monotonic() + wait_ms / 1000
+        while not (await autocommit.execute(text(_ENDED), {"running": running})).scalar_one():
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(SETTLE_POLL_MS / 1000)
+    return int(taken or 0)
+
+
+async def sweep_reconcile(
+    engine: AsyncEngine, entries_after: int | None, settle_wait_ms: int
+) -> ReconcileReport:
+    """The audit sweep's reconciliation: every check over the whole ledger when
+    ``entries_after`` is None, else only over the entries above it and what they touched;
+    with the next mark in ``entries_up_to`` (see the module's docstring)."""
+    mark = await settled_mark(engine, settle_wait_ms)
+    async with engine.connect() as connection:
+        snapshot = await connection.execution_options(isolation_level="REPEATABLE READ")
+        async with snapshot.begin():
+            await snapshot.execute(text("SET TRANSACTION READ ONLY"))
+            if entries_after is None:
+                report = await _reconcile(snapshot)
+            else:
+                report = await _reconcile_since(snapshot, entries_after)
+    if mark is None:  # not settled: the next sweep starts where this one did
+        mark = entries_after
+    elif entries_after is not None:
+        mark = max(mark, entries_after)
+    return replace(report, entries_up_to=mark)
+
+
 Range = tuple[Any, Any]
 """Ids after ``lo`` (None: from the first) up to ``hi`` included (None: to the last)."""
 
@@ -391,6 +507,25 @@ async def _reconcile(connection: AsyncConnection) -> ReconcileReport:
         "ledger.transfers": (transfers := await _ranges(connection, "ledger.transfers"))[0],
         "ledger.settlements": (await _ranges(connection, "ledger.settlements"))[0],
     }
+    await _currency_sum(connection, accounts, problems)
+    for name, columns, query, template in CHECKS:
+        await _check_ranges(
+            connection, (name, columns, query, template), ranges[KEY_TABLES[columns[0]]], problems
+        )
+    entries = 0
+    for keys in accounts:
+        statement, parameters = _in_range(
+            "SELECT COUNT(*) FROM ledger.entries WHERE {keys}", ("account_id",), keys
+        )
+        entries += int((await connection.execute(text(statement), parameters)).scalar_one())
+    return ReconcileReport(
+        problems=problems, accounts=account_count, transfers=transfers[1], entries=entries
+    )
+
+
+async def _currency_sum(
+    connection: AsyncConnection, accounts: list[Range], problems: list[Problem]
+) -> None:
     name, query, template = CURRENCY_SUM
     totals: dict[str, int] = {}
     for keys in accounts:
@@ -403,23 +538,181 @@ async def _reconcile(connection: AsyncConnection) -> ReconcileReport:
         if total != 0
     ]
     _report(problems, name, template, unbalanced, len(unbalanced))
-    for name, columns, query, template in CHECKS:
-        found: list[Any] = []
-        count = 0
-        for keys in ranges[KEY_TABLES[columns[0]]]:
-            statement, parameters = _in_range(query, columns, keys)
-            rows = (await connection.execute(text(statement), parameters)).mappings().all()
-            count += len(rows)
-            found.extend(rows[: MAX_PROBLEMS_PER_CHECK - len(found)])
-        _report(problems, name, template, found, count)
+
+
+Check = tuple[str, tuple[str, ...], str, str]
+"""(name, key columns, query, message template): an item of ``CHECKS``."""
+
+
+async def _check_ranges(
+    connection: AsyncConnection, check: Check, ranges: list[Range], problems: list[Problem]
+) -> None:
+    """One check over consecutive ranges of its key column."""
+    name, columns, query, template = check
+    found: list[Any] = []
+    count = 0
+    for keys in ranges:
+        statement, parameters = _in_range(query, columns, keys)
+        rows = (await connection.execute(text(statement), parameters)).mappings().all()
+        count += len(rows)
+        found.extend(rows[: MAX_PROBLEMS_PER_CHECK - len(found)])
+    _report(problems, name, template, found, count)
+
+
+async def _check_ids(
+    connection: AsyncConnection, check: Check, ids: Sequence[Any], problems: list[Problem]
+) -> None:
+    """One check over the given ids of its key column (``CHUNK_KEYS`` a statement), with its
+    ``{entry_keys}`` unrestricted (the entries it joins are found through their index)."""
+    name, columns, query, template = check
+    statement = query.format(keys=f"{columns[0]} = ANY(:ids)", entry_keys="TRUE")
+    found: list[Any] = []
+    count = 0
+    for start in range(0, len(ids), CHUNK_KEYS):
+        chunk = list(ids[start : start + CHUNK_KEYS])
+        rows = (await connection.execute(text(statement), {"ids": chunk})).mappings().all()
+        count += len(rows)
+        found.extend(rows[: MAX_PROBLEMS_PER_CHECK - len(found)])
+    _report(problems, name, template, found, count)
+
+
+ACCOUNT_ONLY_CHECKS = frozenset({"never_negative", "type_policy", "closed_escrow_empty"})
+"""Checks that read accounts only: the incremental run still runs them over every account."""
+TRANSFER_CHECKS = frozenset(
+    {"transfer_balanced", "transfer_currency", "transfer_route", "reversal_mirrors"}
+)
+"""Checks the incremental run runs over the transfers of the new entries."""
+SETTLEMENT_CHECKS = frozenset(
+    {"settlement_arithmetic", "settlement_transfers", "settlement_accounts"}
+)
+"""Checks the incremental run runs over the settlements of the tables whose escrow a new
+entry touched (keyed on ``s.table_id``, which is indexed)."""
+
+NEW_ENTRY_CHECKS: tuple[tuple[str, str, str], ...] = (
+    (
+        "balance_chain",
+        """SELECT e.account_id, e.account_version, e.balance_before_cents,
+                  COALESCE(p.balance_after_cents, 0) AS previous_after
+           FROM ledger.entries e
+           LEFT JOIN ledger.entries p
+             ON p.account_id = e.account_id AND p.account_version = e.account_version - 1
+           WHERE e.id > :low AND e.id <= :high
+             AND ((e.account_version = 1 AND e.balance_before_cents <> 0)
+                  OR p.balance_after_cents <> e.balance_before_cents)
+           ORDER BY e.account_id, e.account_version""",
+        "entry {account_version} of account {account_id} starts from {balance_before_cents} "
+        "but the previous entry ended at {previous_after}",
+    ),
+    (
+        "versions_contiguous",
+        """SELECT e.account_id, e.account_version, e.account_version - 1 AS previous_version
+           FROM ledger.entries e
+           WHERE e.id > :low AND e.id <= :high AND e.account_version > 1
+             AND NOT EXISTS (SELECT FROM ledger.entries p
+                             WHERE p.account_id = e.account_id
+                               AND p.account_version = e.account_version - 1)
+           ORDER BY e.account_id, e.account_version""",
+        "account {account_id} has entry {account_version} but no entry {previous_version}",
+    ),
+    (
+        "closed_escrow_no_later_entry",
+        """SELECT e.account_id, e.account_version, e.transfer_id
+           FROM ledger.entries e JOIN ledger.accounts a ON a.id = e.account_id
+           WHERE e.id > :low AND e.id <= :high
+             AND a.closed_version IS NOT NULL AND e.account_version > a.closed_version
+           ORDER BY e.account_id, e.account_version""",
+        "closed account {account_id} got entry {account_version} (transfer {transfer_id}) "
+        "after closing",
+    ),
+)
+"""(name, query over the new entries with ids in ``(:low, :high]``, message template): the
+incremental forms of the checks that read every entry of an account."""
+
+TOUCHED_VERSION: Check = (
+    "versions_contiguous",
+    ("a.id",),
+    """SELECT a.id, a.version, COALESCE(last.account_version, 0) AS last_version
+       FROM ledger.accounts a
+       LEFT JOIN LATERAL (SELECT e.account_version FROM ledger.entries e
+                          WHERE e.account_id = a.id
+                          ORDER BY e.account_version DESC LIMIT 1) last ON TRUE
+       WHERE {keys} AND a.version <> COALESCE(last.account_version, 0)
+       ORDER BY a.id""",
+    "account {id} is at version {version} but its last entry is version {last_version}",
+)
+"""A touched account's version is its highest entry's (one index probe each)."""
+
+
+async def _reconcile_since(connection: AsyncConnection, after: int) -> ReconcileReport:
+    """The incremental checks of the entries with an id above ``after`` (module docstring)."""
+    problems: list[Problem] = []
+    accounts, _ = await _ranges(connection, "ledger.accounts")
+    await _currency_sum(connection, accounts, problems)
+    top = (await connection.execute(text("SELECT MAX(id) FROM ledger.entries"))).scalar()
+    touched: set[Any] = set()
+    transfers: set[str] = set()
     entries = 0
-    for keys in accounts:
-        statement, parameters = _in_range(
-            "SELECT COUNT(*) FROM ledger.entries WHERE {keys}", ("account_id",), keys
+    found: dict[str, tuple[list[Any], int]] = {name: ([], 0) for name, _, _ in NEW_ENTRY_CHECKS}
+    for low in range(after, int(top or 0), CHUNK_KEYS):
+        window = {"low": low, "high": low + CHUNK_KEYS}
+        rows = (
+            await connection.execute(
+                text(
+                    "SELECT account_id, transfer_id FROM ledger.entries"
+                    " WHERE id > :low AND id <= :high"
+                ),
+                window,
+            )
+        ).all()
+        entries += len(rows)
+        touched.update(row[0] for row in rows)
+        transfers.update(row[1] for row in rows)
+        for name, query, _ in NEW_ENTRY_CHECKS:
+            offending = (await connection.execute(text(query), window)).mappings().all()
+            listed, count = found[name]
+            listed.extend(offending[: MAX_PROBLEMS_PER_CHECK - len(listed)])
+            found[name] = (listed, count + len(offending))
+    for name, _, template in NEW_ENTRY_CHECKS:
+        _report(problems, name, template, *found[name])
+    account_ids = sorted(touched)
+    await _check_ids(connection, TOUCHED_VERSION, account_ids, problems)
+    tables: list[Any] = []
+    for start in range(0, len(account_ids), CHUNK_KEYS):
+        tables.extend(
+            (
+                await connection.execute(
+                    text(
+                        "SELECT owner_id FROM ledger.accounts"
+                        " WHERE id = ANY(:ids) AND type = 'table_escrow'"
+                    ),
+                    {"ids": account_ids[start : start + CHUNK_KEYS]},
+                )
+            ).scalars()
         )
-        entries += int((await connection.execute(text(statement), parameters)).scalar_one())
+    by_key = {
+        "accounts": account_ids,
+        "transfers": sorted(transfers),
+        "tables": sorted(tables),
+    }
+    for check in CHECKS:
+        name = check[0]
+        if name in ACCOUNT_ONLY_CHECKS:
+            await _check_ranges(connection, check, accounts, problems)
+        elif name == "last_entry_is_balance":
+            await _check_ids(connection, check, by_key["accounts"], problems)
+        elif name in TRANSFER_CHECKS:
+            await _check_ids(connection, check, by_key["transfers"], problems)
+        elif name in SETTLEMENT_CHECKS:
+            table_check = (name, ("s.table_id",), check[2], check[3])
+            await _check_ids(connection, table_check, by_key["tables"], problems)
+        # the others are replaced by NEW_ENTRY_CHECKS and TOUCHED_VERSION
     return ReconcileReport(
-        problems=problems, accounts=account_count, transfers=transfers[1], entries=entries
+        problems=problems,
+        accounts=len(account_ids),
+        transfers=len(transfers),
+        entries=entries,
+        kind="incremental",
+        entries_after=after,
     )
 
 

@@ -18,7 +18,17 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, SmallInteger, String
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import DateTime
@@ -146,6 +156,13 @@ class AuditSweep(GameBase):
     """One run of the periodic audit sweep (``app.compliance.monitor``)."""
 
     __tablename__ = "audit_sweeps"
+    __table_args__ = (
+        CheckConstraint(
+            "reconcile_kind IN ('full', 'incremental') "
+            "AND (reconcile_kind = 'incremental') = (entries_after IS NOT NULL)",
+            name="reconcile_kind",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
@@ -161,3 +178,13 @@ class AuditSweep(GameBase):
     reconcile_problems: Mapped[int] = mapped_column(Integer)
     findings: Mapped[list[Any]] = mapped_column(JSONB, default=list)
     """The first failure of each failed table and the reconciliation problems (capped)."""
+    reconcile_kind: Mapped[str] = mapped_column(String(16), server_default=text("'full'"))
+    """``full`` (every check over the whole ledger) or ``incremental`` (``ledger.reconcile``)."""
+    entries_after: Mapped[int | None] = mapped_column(BigInteger)
+    """Incremental: the ledger entries with an id above this one were checked (None: full)..."""
+    entries_up_to: Mapped[int | None] = mapped_column(BigInteger)
+    """...and every entry id up to this mark is settled and checked: the next sweep starts
+    after it (None: unknown, the next sweep runs in full; also every sweep before
+    ``compliance_0005``)."""
+    entries_checked: Mapped[int | None] = mapped_column(BigInteger)
+    """Ledger entries the reconciliation checked (None before ``compliance_0005``)."""

@@ -6,7 +6,12 @@ Every ``RAIZ_AUDIT_INTERVAL_S`` (5 minutes by default) each worker's scheduler c
 :meth:`AuditSweep.run`; one of them does the work (a transaction-level advisory lock, and a
 sweep younger than half the interval is left alone).  A sweep
 
-* runs ``raiz ledger reconcile``'s checks (one consistent snapshot);
+* reconciles the ledger (one consistent snapshot): in full, as ``raiz ledger reconcile``,
+  when the last full reconciliation is ``RAIZ_AUDIT_FULL_RECONCILE_S`` (a day) old, when the
+  previous sweep found a ledger problem (so that it keeps being reported until it is mended)
+  or has no mark; otherwise incrementally, only the entries written after the previous
+  sweep's mark (``entries_up_to``) and what they touched (``ledger.reconcile`` says check by
+  check why that is sound, and how the mark leaves no concurrently committing entry behind);
 * re-verifies, with ``raiz audit verify-all``'s verifier, every table with a round signed
   after the previous sweep's ``signed_up_to`` (the whole match: rounds, chain, money), up to
   ``now - RAIZ_AUDIT_SETTLE_S`` so that rounds still committing are left to the next one;
@@ -36,9 +41,11 @@ from app.compliance.service import allow_fixed_streams
 from app.db.base import utcnow
 from app.rng_api import RngServices
 from app.tables.models import Round
-from ledger.reconcile import reconcile
+from ledger.reconcile import sweep_reconcile
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from app.config import Settings
     from app.db import Database
 
@@ -57,6 +64,9 @@ __all__ = (
 AUDIT_LOCK_KEY: Final = 0x7261697A_61756474
 """``pg_try_advisory_xact_lock`` key: one sweep at a time across workers ("raizaudt")."""
 MAX_FINDINGS: Final = 50
+MARK_WAIT_MS: Final = 10_000
+"""How long a sweep waits for the transactions that may hold ledger entry ids below its mark to
+end (milliseconds, normally); past it the mark stays where it was (``ledger.reconcile``)."""
 
 logger = structlog.get_logger("raiz.compliance")
 
@@ -122,6 +132,13 @@ class SweepReport:
     tables_verified: int = 0
     tables_failed: int = 0
     reconcile_problems: int = 0
+    reconcile_kind: str = "full"
+    """``full`` or ``incremental``."""
+    entries_checked: int = 0
+    """Ledger entries the reconciliation checked (incremental: the new ones only)."""
+    entries_after: int | None = None
+    entries_up_to: int | None = None
+    """The ledger mark: the next sweep checks the entries above it."""
     findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -160,8 +177,13 @@ class AuditMonitor:
             if last is not None and last.started_at > now - half:
                 return None
             report = SweepReport()
-            ledger = await reconcile(self._database.engine)
+            entries_after = await self._incremental_after(session, last, now)
+            ledger = await sweep_reconcile(self._database.engine, entries_after, MARK_WAIT_MS)
             report.reconcile_problems = len(ledger.problems)
+            report.reconcile_kind = ledger.kind
+            report.entries_checked = ledger.entries
+            report.entries_after = ledger.entries_after
+            report.entries_up_to = ledger.entries_up_to
             report.findings.extend(
                 {"check": f"ledger:{problem.check}", "message": problem.message}
                 for problem in ledger.problems[:MAX_FINDINGS]
@@ -212,6 +234,10 @@ class AuditMonitor:
                     tables_failed=report.tables_failed,
                     reconcile_problems=report.reconcile_problems,
                     findings=report.findings,
+                    reconcile_kind=report.reconcile_kind,
+                    entries_after=report.entries_after,
+                    entries_up_to=report.entries_up_to,
+                    entries_checked=report.entries_checked,
                 )
             )
             await session.commit()
@@ -229,6 +255,26 @@ class AuditMonitor:
             tables=report.tables_verified,
             tables_failed=report.tables_failed,
             reconcile_problems=report.reconcile_problems,
+            reconcile=report.reconcile_kind,
+            entries_checked=report.entries_checked,
+            entries_up_to=report.entries_up_to,
             seconds=round(elapsed, 3),
         )
         return report
+
+    async def _incremental_after(
+        self, session: AsyncSession, last: AuditSweep | None, now: dt.datetime
+    ) -> int | None:
+        """The mark the reconciliation starts after, or None for a full one."""
+        if last is None or last.entries_up_to is None or last.reconcile_problems > 0:
+            return None
+        full_started = await session.scalar(
+            select(AuditSweep.started_at)
+            .where(AuditSweep.reconcile_kind == "full")
+            .order_by(AuditSweep.id.desc())
+            .limit(1)
+        )
+        every = dt.timedelta(seconds=self._settings.audit_full_reconcile_s)
+        if full_started is None or full_started <= now - every:
+            return None
+        return last.entries_up_to

@@ -18,9 +18,10 @@ generate_series`` in a few minutes:
   which the next checkpoint appends; an audit sweep an hour ago.
 
 Then it times, with the service's own functions and statement timeout: each reconciliation
-check, the audit sweep, ``verify-all``'s reads (not the verifier: ``bench_verify.py``), a
-checkpoint, an inclusion proof, the compliance round search, a player's hand history and money
-history.
+check, the audit sweep (a full reconciliation: its first), the next audit sweep after
+``--new-deposits`` deposits (an incremental reconciliation), ``verify-all``'s reads (not the
+verifier: ``bench_verify.py``), a checkpoint, an inclusion proof, the compliance round search,
+a player's hand history and money history.
 """
 
 from __future__ import annotations
@@ -288,7 +289,24 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         if report is not None:
             print(
                 f"    {report.rounds_verified} rounds verified, reconcile problems "
-                f"{report.reconcile_problems}"
+                f"{report.reconcile_problems}, {report.reconcile_kind} reconciliation of "
+                f"{report.entries_checked:,} entries"
+            )
+        await new_deposits(database, args.new_deposits)
+        eager = Settings(
+            database_url=url,
+            db_statement_timeout_ms=args.statement_timeout_ms,
+            audit_interval_s=1e-3,
+        )
+
+        async def next_sweep() -> Any:
+            return await AuditMonitor(database, eager).run()
+
+        report = await timed(f"next audit sweep ({args.new_deposits} new deposits)", next_sweep)
+        if report is not None:
+            print(
+                f"    reconcile problems {report.reconcile_problems}, {report.reconcile_kind} "
+                f"reconciliation of {report.entries_checked:,} entries"
             )
 
         async def verify_all_reads() -> Any:
@@ -366,6 +384,17 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         await database.dispose()
 
 
+async def new_deposits(database: Database, count: int) -> None:
+    """``count`` deposits through the ledger, one transaction each (what the next sweep finds
+    new: two entries each)."""
+    from ledger import Ledger
+
+    for number in range(count):
+        async with database.session() as session, session.begin():
+            user = uuid.uuid5(uuid.UUID(USER_NAMESPACE), str(number + 1))
+            await Ledger(session).deposit(f"bench:{uuid.uuid4()}", user, 100)
+
+
 async def _one_round(database: Database) -> uuid.UUID:
     """The round of the first Merkle leaf (inside the filled checkpoint unless all pend)."""
     async with database.session() as session:
@@ -389,6 +418,9 @@ def main() -> None:
     parser.add_argument("--rounds-per-table", type=int, default=2)
     parser.add_argument("--pending", type=int, default=2_000, help="rounds not yet in a checkpoint")
     parser.add_argument("--statement-timeout-ms", type=int, default=15_000)
+    parser.add_argument(
+        "--new-deposits", type=int, default=500, help="written before the second audit sweep"
+    )
     parser.add_argument("--verify-all", action="store_true", help="also time raiz audit verify-all")
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     parser.add_argument("--reuse", help="measure this existing scratch database again")

@@ -3,6 +3,9 @@ itself (insert-only), feeds the alerting metrics, and reports tampering."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import asyncpg
 import pytest
 from prometheus_client import REGISTRY
@@ -127,3 +130,85 @@ async def test_every_worker_reports_the_latest_sweep_whoever_ran_it(client, sett
         await asyncio.sleep(0.2)
     assert sample("raiz_ledger_reconcile_problems") == 0
     assert abs(sample("raiz_audit_last_sweep_timestamp_seconds") - time.time()) < 30
+
+
+@pytest.mark.ledger_tampering
+async def test_sweeps_reconcile_incrementally_and_the_daily_full_run_catches_old_tampering(
+    client, settings
+):
+    match = await play_match(client, settings)
+    url = settings.database_url
+    eager = make_settings(url, **_EAGER)
+    database = Database.connect(url, eager)
+    monitor = AuditMonitor(database, eager)
+    daily_due = AuditMonitor(
+        database, make_settings(url, **{**_EAGER, "audit_full_reconcile_s": 0})
+    )
+    try:
+        async with raw(url) as connection:
+            total = int(await connection.fetchval("SELECT count(*) FROM ledger.entries"))
+            top = int(await connection.fetchval("SELECT max(id) FROM ledger.entries"))
+        # the first sweep (no mark yet) reconciles in full and sets the mark
+        first = await monitor.run()
+        assert first is not None and first.ok, first
+        assert (first.reconcile_kind, first.entries_checked) == ("full", total)
+        assert first.entries_up_to == top
+        # the next ones check only what was written since: nothing, then one deposit
+        second = await monitor.run()
+        assert second is not None and second.ok, second
+        assert (second.reconcile_kind, second.entries_checked) == ("incremental", 0)
+        assert second.entries_after == top
+        await database_deposit(url, match)
+        third = await monitor.run()
+        assert third is not None and third.ok, third
+        assert (third.reconcile_kind, third.entries_checked) == ("incremental", 2)
+        assert third.entries_up_to == top + 2
+        # an old entry changed by the tables' owner: not the incremental sweep's to see...
+        async with raw(url) as connection:
+            await connection.execute(
+                "UPDATE ledger.entries SET amount_cents = amount_cents + 1,"
+                " balance_after_cents = balance_after_cents + 1 WHERE id = $1",
+                top,
+            )
+        blind = await monitor.run()
+        assert blind is not None and blind.ok and blind.reconcile_kind == "incremental"
+        # ...but the daily full run's, and the sweeps after it stay full while it stands
+        daily = await daily_due.run()
+        assert daily is not None and daily.reconcile_kind == "full"
+        assert {f["check"] for f in daily.findings} >= {"ledger:transfer_balanced"}
+        still = await monitor.run()
+        assert still is not None and still.reconcile_kind == "full"
+        assert still.reconcile_problems == daily.reconcile_problems > 0
+    finally:
+        await database.dispose()
+    async with raw(url) as connection:
+        rows = await connection.fetch(
+            "SELECT reconcile_kind, entries_after, entries_up_to, entries_checked,"
+            " reconcile_problems > 0 FROM game.audit_sweeps ORDER BY id"
+        )
+    assert [tuple(row.values()) for row in rows] == [
+        ("full", None, top, total, False),
+        ("incremental", top, top, 0, False),
+        ("incremental", top, top + 2, 2, False),
+        ("incremental", top + 2, top + 2, 0, False),
+        ("full", None, top + 2, total + 2, True),
+        ("full", None, top + 2, total + 2, True),
+    ]
+
+
+_EAGER = {"audit_settle_s": 0, "audit_interval_s": 1e-3}
+
+
+async def database_deposit(url: str, match: dict[str, Any]) -> None:
+    """One deposit through the ledger, as the wallet API writes it (two entries)."""
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+    from app.db.engine import async_url
+    from ledger import Ledger
+
+    engine = create_async_engine(async_url(url))
+    try:
+        async with async_sessionmaker(engine)() as session, session.begin():
+            await Ledger(session).deposit(f"dep:sweep:{match['table_id']}", uuid.uuid4(), 700)
+    finally:
+        await engine.dispose()

@@ -30,13 +30,13 @@ async def test_a_sweep_outlives_the_idle_in_transaction_timeout(database_url, mo
         )
     finally:
         await connection.close()
-    real = MONITOR.reconcile
+    real = MONITOR.sweep_reconcile
 
-    async def slow_reconcile(engine: Any) -> Any:
+    async def slow_reconcile(engine: Any, *args: Any) -> Any:
         await asyncio.sleep(1.0)  # a long ledger, in miniature
-        return await real(engine)
+        return await real(engine, *args)
 
-    monkeypatch.setattr(MONITOR, "reconcile", slow_reconcile)
+    monkeypatch.setattr(MONITOR, "sweep_reconcile", slow_reconcile)
     settings = make_settings(database_url, audit_settle_s=0)
     database = Database.connect(database_url, settings)
     try:

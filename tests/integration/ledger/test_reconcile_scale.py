@@ -4,6 +4,7 @@ aggregate passed at a few million entries), and the report is that of the whole 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import uuid
 from typing import Any
@@ -12,7 +13,8 @@ import asyncpg
 import pytest
 from sqlalchemy import text
 
-from ledger.reconcile import _reconcile, reconcile
+from ledger import Ledger
+from ledger.reconcile import _reconcile, _reconcile_since, reconcile, sweep_reconcile
 
 pytestmark = pytest.mark.asyncio
 
@@ -112,3 +114,114 @@ async def test_the_report_over_ranges_is_the_report_over_the_whole_ledger(
         "settlement_arithmetic",
     }
     assert any("more like these" in problem.message for problem in whole.problems)
+
+
+# The audit sweep's incremental reconciliation (ledger.reconcile's docstring): each sweep
+# checks the entries above the previous sweep's mark, and the mark never passes an entry id
+# whose transaction may still commit.
+
+
+async def test_an_incremental_reconciliation_reads_only_the_new_entries(run, engine):
+    await fill(run, 120)
+    full = await sweep_reconcile(engine, None, 5_000)
+    assert full.ok and full.kind == "full" and full.entries == 600, full.problems
+    assert full.entries_up_to == await run.scalar("SELECT max(id) FROM ledger.entries")
+    # one new deposit: its two entries, on a new wallet and on the cash-in account, which
+    # holds 120 old entries (the checks must not read them)
+    await run(lambda ledger: ledger.deposit("dep:new", uuid.uuid4(), 700))
+    async with engine.connect() as connection:
+        snapshot = await connection.execution_options(isolation_level="REPEATABLE READ")
+        async with snapshot.begin():
+            await snapshot.execute(text("SET LOCAL enable_seqscan = off"))
+            counting = Counting(snapshot)
+            report = await _reconcile_since(counting, full.entries_up_to)  # type: ignore[arg-type]
+    assert report.ok, report.problems
+    assert report.kind == "incremental" and report.entries_after == full.entries_up_to
+    assert (report.accounts, report.transfers, report.entries) == (2, 1, 2)
+    # a few index probes per new entry (its predecessor, its transfer's other leg, its
+    # account's last entry), nothing of the 600 old ones (the statements' own reads: the
+    # transaction's counter may still hold those of the pooled connection's previous one)
+    read = sum(entries for entries, _ in counting.reads)
+    assert read <= 20, "\n".join(f"{n}: {s[:150]}" for n, s in counting.reads if n)
+    following = await sweep_reconcile(engine, full.entries_up_to, 5_000)
+    assert following.ok and following.entries == 2
+    assert following.entries_up_to == full.entries_up_to + 2
+
+
+@pytest.mark.ledger_tampering
+async def test_an_incremental_reconciliation_catches_a_new_entry_tampered(
+    run, engine, database_url
+):
+    await fill(run, 8)
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
+    player = uuid.uuid4()
+    await run(lambda ledger: ledger.deposit("dep:late", player, 700))
+    sql = await asyncpg.connect(database_url)
+    try:
+        await sql.execute("SET session_replication_role = replica")
+        # the deposit's credit, one centavo more (its row stays arithmetically consistent)
+        await sql.execute(
+            "UPDATE ledger.entries SET amount_cents = amount_cents + 1,"
+            " balance_after_cents = balance_after_cents + 1"
+            " WHERE transfer_id = 'dep:late' AND amount_cents > 0"
+        )
+    finally:
+        await sql.close()
+    report = await sweep_reconcile(engine, mark, 5_000)
+    assert report.kind == "incremental"
+    assert {problem.check for problem in report.problems} == {
+        "transfer_balanced",
+        "last_entry_is_balance",
+    }, report.problems
+    # the full reconciliation agrees (and finds the sums the incremental one reads by
+    # induction: the entries no longer sum to the balance)
+    whole = await reconcile(engine)
+    assert {problem.check for problem in whole.problems} >= {
+        "transfer_balanced",
+        "last_entry_is_balance",
+    }
+
+
+@pytest.mark.ledger_tampering
+async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(run, engine):
+    await fill(run, 8)
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
+    assert mark is not None
+    late = uuid.uuid4()
+    # T1 takes the lower entry ids and stays open; T2 takes higher ids and commits first.
+    async with run.sessions() as slow, slow.begin():
+        await Ledger(slow).deposit("dep:slow", late, 700)
+        # tampered before its commit: its first sweep must report it
+        await slow.execute(text("SET LOCAL session_replication_role = replica"))
+        await slow.execute(
+            text(
+                "UPDATE ledger.entries SET amount_cents = amount_cents + 1,"
+                " balance_after_cents = balance_after_cents + 1"
+                " WHERE transfer_id = 'dep:slow' AND amount_cents > 0"
+            )
+        )
+        slow_ids = (await slow.execute(text("SELECT max(id) FROM ledger.entries"))).scalar_one()
+        table = uuid.uuid4()
+        wallet_owner = await run.scalar(
+            "SELECT owner_id FROM ledger.accounts WHERE type = 'player_wallet' LIMIT 1"
+        )
+        await run(lambda ledger: ledger.take_entry("e:fast", wallet_owner, table, 500))
+        fast_ids = await run.scalar("SELECT max(id) FROM ledger.entries")
+        assert fast_ids > slow_ids
+        # A sweep now sees T2's entries, not T1's: it checks T2's, and its mark stays below
+        # T1's ids (a mark at the highest visible id would skip T1's entries for ever).
+        during = await sweep_reconcile(engine, mark, 200)
+        assert during.ok, during.problems
+        assert during.entries == 2
+        assert during.entries_up_to == mark
+        # a sweep that starts while T1 is still open waits for it, then sees it
+        waiting = asyncio.create_task(sweep_reconcile(engine, mark, 10_000))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+    after = await waiting
+    assert after.entries == 4
+    assert after.entries_up_to == fast_ids
+    assert {problem.check for problem in after.problems} == {
+        "transfer_balanced",
+        "last_entry_is_balance",
+    }, after.problems
