@@ -257,7 +257,7 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     # A refusal at a worker's start-up would only restart the worker, again and again.
     run_with_database(check_active_key)
     if settings.env == "production":
-        _warn_about_the_serving_role()
+        _refuse_a_privileged_serving_role()
     worker_count = settings.workers if workers is None else workers
     # Worker processes read the resolved URL (the embedded server's socket) from here.
     os.environ["DATABASE_URL"] = url
@@ -285,9 +285,10 @@ def serve(host: str | None, port: int | None, workers: int | None, migrate: bool
     )
 
 
-def _warn_about_the_serving_role() -> None:
-    """Say so when the service would serve as a role that can drop its tables or disable their
-    triggers (a superuser, or their owner): a deployment serves as a member of raiz_service."""
+def _refuse_a_privileged_serving_role() -> None:
+    """Production serves as a role that can neither drop the append-only tables nor disable
+    their triggers: not a superuser, not their owner (docs/operations.md, database roles)."""
+    from app.config import ConfigurationError
     from app.db.roles import serving_role_problem
 
     async def work(database: Database, settings: Settings) -> str | None:
@@ -295,11 +296,10 @@ def _warn_about_the_serving_role() -> None:
 
     problem = run_with_database(work)
     if problem is not None:
-        click.echo(
-            f"raiz: warning: {problem}: it can drop the append-only tables or disable their "
-            "triggers; serve as a member of raiz_service and migrate with "
-            "RAIZ_MIGRATION_DATABASE_URL (docs/operations.md, database roles)",
-            err=True,
+        raise ConfigurationError(
+            f"refusing to serve in production: {problem}: it could drop the append-only tables "
+            "or disable their triggers; serve as a member of raiz_service and migrate with "
+            "RAIZ_MIGRATION_DATABASE_URL (docs/operations.md, database roles)"
         )
 
 

@@ -480,8 +480,8 @@ def test_an_unusable_migration_url_is_named_without_its_password():
 
 
 async def test_a_role_that_could_undo_retention_is_named(database_url, service_url):
-    """``raiz serve`` warns in production when DATABASE_URL's role is a superuser or owns our
-    tables; a member of raiz_service passes."""
+    """What ``raiz serve`` refuses in production: DATABASE_URL's role is a superuser or owns
+    our tables; a member of raiz_service passes."""
     from app.db.roles import serving_role_problem
 
     async def problem(url: str) -> str | None:
@@ -506,6 +506,44 @@ async def test_a_role_that_could_undo_retention_is_named(database_url, service_u
             await admin.execute("ALTER TABLE game.presence OWNER TO CURRENT_USER")
     finally:
         await admin.close()
+
+
+PRODUCTION_ENV = {
+    "RAIZ_ENV": "production",
+    "RAIZ_SEED_KEYRING": "k2:" + "A" * 43 + "=",
+    "RAIZ_SIGNING_KEYRING": "k2:" + "B" * 43 + "=",
+    "RAIZ_PAYMENT_WEBHOOK_SECRET": "a-real-secret-from-the-vault",
+}
+
+
+@pytest.mark.parametrize("role", ["superuser", "service"])
+def test_raiz_serve_in_production_refuses_a_role_that_could_undo_retention(
+    monkeypatch, database_url, service_url, role
+):
+    """As the cluster's superuser, production ``raiz serve`` stops before serving: one line,
+    exit 3; as a member of raiz_service it goes on to serve."""
+    import uvicorn
+
+    served: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    url = database_url if role == "superuser" else service_url
+    for variable, value in {**PRODUCTION_ENV, "DATABASE_URL": url}.items():
+        monkeypatch.setenv(variable, value)
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["serve", "--no-migrate", "--workers", "1"])
+    finally:
+        get_settings.cache_clear()
+    if role == "service":
+        assert result.exit_code == 0, result.output
+        assert served == ["app.main:create_app"]
+        return
+    assert result.exit_code == EXIT_CANNOT_RUN, result.output
+    assert served == []
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("error: configuration: refusing to serve in production: ")
+    assert "is a superuser" in lines[0] and "raiz_service" in lines[0]
 
 
 async def test_raiz_serve_migrates_as_the_owner_and_serves_as_the_service_role(
