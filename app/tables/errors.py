@@ -18,6 +18,7 @@ _GAME_CONFLICTS = frozenset(
         "already_decided",
         "already_claimed",
         "not_in_round",
+        "seat_eliminated",
         "no_pending_chance",
         "awaiting_chance",
     }

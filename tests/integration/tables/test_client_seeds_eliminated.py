@@ -115,5 +115,12 @@ async def test_an_eliminated_player_adds_no_client_seed_and_the_living_add_one_e
     assert dealt["game_view"]["round"]["phase"] == "deciding"
     (event,) = [entry for entry in await game.log(2) if entry.get("type") == "dealt"]
     assert 1 not in event["seats"]
+    # their moves are refused the same way (the table moved on without them), changing nothing
+    step = (await game.view(0))["step"]
+    refused = assert_error(
+        await game.post(1, {"type": "decide", "mandar": True}), 409, "seat_eliminated"
+    )
+    assert refused["details"] == {"seat": 1}
+    assert (await game.view(0))["step"] == step
     public = await client.get(f"/rng/rounds/{rng_round_id}", headers=auth(game.token(0)))
     assert public.json()["contributors"] == ["seat:00", "seat:02"]
