@@ -3,7 +3,9 @@
 Rounds, round logs and round results are insert-only (database triggers refuse UPDATE
 and DELETE): a committed round is never changed in place.  The ``tables`` row holds the
 live state of a running match (a cache of the log, rebuilt by replay) and is updated by
-every action.
+every action; its game, options, seat count, entry, currency, fee snapshot, creator and
+creation time, and a seat's table, owner, chair and seating time, never change (triggers of
+migration ``game_0008``); a seat's match seat, transfers and leaving time are written once.
 """
 
 from __future__ import annotations

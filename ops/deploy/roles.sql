@@ -5,7 +5,9 @@
 --                 RAIZ_MIGRATION_DATABASE_URL in /etc/raiz/raiz-migrate.env)
 --   raiz_service  NOLOGIN group: the grants of migrations game_0005, ledger_0003, rng_0002,
 --                 compliance_0003 (compliance_0004: game.merkle_nodes; ledger_0004: UPDATE
---                 on four columns of ledger.accounts only) and their default privileges
+--                 on four columns of ledger.accounts only; game_0008: UPDATE on the columns
+--                 the code changes of the mutable game tables only) and their default
+--                 privileges
 --   raiz_app      the service's login (DATABASE_URL in /etc/raiz/raiz.env): a member of
 --                 raiz_service, owns nothing, cannot drop, alter or truncate a table nor
 --                 disable a trigger

@@ -20,6 +20,7 @@ import anyio
 import asyncpg
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import update
 from sqlalchemy.engine import make_url
 
 from app.cli import EXIT_CANNOT_RUN, main
@@ -28,10 +29,13 @@ from app.compliance.checkpoints import make_checkpoint
 from app.compliance.monitor import AuditMonitor
 from app.config import ConfigurationError, Settings, get_settings
 from app.db import Database
+from app.db.base import utcnow
+from app.timers import Deadline, DeadlineRunner, schedule_deadline
+from app.timers.runner import MAX_ATTEMPTS, retry_failed_deadlines
 from ledger import Ledger
 from ledger.reconcile import reconcile
 from tests.conftest import _with_database, make_settings
-from tests.helpers import auth
+from tests.helpers import auth, login
 from tests.integration.tables.helpers import (
     FAST_TIMERS,
     balance,
@@ -39,6 +43,7 @@ from tests.integration.tables.helpers import (
     operator,
     play_to_the_end,
     player,
+    view,
 )
 
 SERVICE_ROLE = "raiz_service"
@@ -180,6 +185,147 @@ async def test_the_serving_role_plays_a_match_and_audits_it(service_settings, se
         await database.dispose()
 
 
+async def test_the_serving_role_leaves_cancels_times_out_and_logs_out(
+    service_settings, service_url, database_url
+):
+    """The flows the match does not take, with UPDATE on the columns the code changes only
+    (migration ``game_0008``): a leave and a cancellation refund (a seat's leaving time and
+    refund transfer), the fill deadline cancels a table, a logout revokes a token, a failing
+    deadline waits and is parked, then re-queued; the guard triggers refuse the serving role
+    a change of what is written once."""
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+
+    settings = service_settings
+    async with AsyncTestClient(app=create_app(settings)) as client:
+        op = await operator(client, settings)
+        players = [await player(client, settings, f"player{i}", 1_000, op) for i in range(3)]
+        tokens = [token for _, token in players]
+        table = await create_table(client, tokens[0], seat_count=3)
+        for token, step in ((tokens[0], "seat"), (tokens[0], "leave"), (tokens[0], "seat")):
+            response = await client.post(f"/tables/{table['id']}/{step}", headers=auth(token))
+            assert response.status_code in (200, 201), response.text
+        response = await client.post(f"/tables/{table['id']}/seat", headers=auth(tokens[1]))
+        assert response.status_code == 201, response.text
+        response = await client.post(f"/tables/{table['id']}/cancel", headers=auth(tokens[0]))
+        assert response.status_code == 200 and response.json()["status"] == "cancelled"
+        # the fill deadline: the owner brings it forward, the service's timer cancels
+        late = await create_table(client, tokens[2], seat_count=3, fill_deadline_s=10)
+        response = await client.post(f"/tables/{late['id']}/seat", headers=auth(tokens[2]))
+        assert response.status_code == 201, response.text
+        owner = await asyncpg.connect(database_url)
+        try:
+            await owner.execute(
+                "UPDATE game.deadlines SET due_at = now() - interval '1 second' "
+                "WHERE table_id = $1 AND kind = 'fill'",
+                uuid.UUID(late["id"]),
+            )
+        finally:
+            await owner.close()
+        for _ in range(200):
+            if (await view(client, tokens[2], late["id"]))["status"] == "cancelled":
+                break
+            await asyncio.sleep(0.05)
+        assert (await view(client, tokens[2], late["id"]))["result"] == {"reason": "fill_deadline"}
+        assert [await balance(client, token) for token in tokens] == [1_000] * 3
+        again = await login(client, "player2")
+        assert (await client.post("/auth/logout", headers=auth(again))).status_code == 204
+        assert (await client.get("/wallet", headers=auth(again))).status_code == 401
+
+    database = Database.connect(service_url, settings)
+    try:
+
+        async def boom(session, deadline):
+            raise RuntimeError("boom")
+
+        async with database.session() as session:
+            schedule_deadline(session, uuid.uuid4(), "boom", "t", utcnow())
+            await session.commit()
+        runner = DeadlineRunner(database, {"boom": boom})
+        for _ in range(MAX_ATTEMPTS):
+            async with database.session() as session:
+                await session.execute(
+                    update(Deadline).where(Deadline.kind == "boom").values(retry_at=None)
+                )
+                await session.commit()
+            assert await runner.run_due(limit=1) == 1
+        async with database.session() as session:
+            assert len(await retry_failed_deadlines(session, None)) == 1
+            await session.commit()
+        report = await reconcile(database.engine)
+        assert report.problems == []
+    finally:
+        await database.dispose()
+    connection = await asyncpg.connect(service_url)
+    try:
+        for statement in (
+            "UPDATE game.seats SET refund_transfer_id = 'x' WHERE refund_transfer_id IS NOT NULL",
+            "UPDATE game.seats SET left_at = NULL WHERE left_at IS NOT NULL",
+            "UPDATE game.seats SET entry_transfer_id = NULL WHERE entry_transfer_id IS NOT NULL",
+            "UPDATE game.access_tokens SET revoked_at = NULL WHERE revoked_at IS NOT NULL",
+        ):
+            with pytest.raises(asyncpg.RaiseError, match="is set once"):
+                await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def test_the_serving_role_may_update_exactly_the_columns_the_code_updates(service_url):
+    """Every column of a mutable game table: an UPDATE of one the code changes is allowed, of
+    any other refused for want of the privilege, before any row is read."""
+    connection = await asyncpg.connect(service_url)
+    try:
+        for table, granted in GAME_UPDATED_COLUMNS.items():
+            columns = await connection.fetch(
+                "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::regclass "
+                "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+                table,
+            )
+            for (column,) in columns:
+                statement = f"UPDATE {table} SET {column} = {column} WHERE false"
+                if column in granted:
+                    assert await connection.execute(statement) == "UPDATE 0"
+                    continue
+                with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                    await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def test_game_0008_downgrades_to_table_wide_update_and_back(database_url):
+    """The downgrade gives the serving role back UPDATE on the whole of each mutable game
+    table and drops the guard triggers; upgrading again restores both."""
+    from alembic import command
+
+    from app.db.migrate import alembic_config
+
+    async def state() -> tuple[list[bool], list[str]]:
+        connection = await asyncpg.connect(database_url)
+        try:
+            wide = [
+                await connection.fetchval(
+                    "SELECT has_table_privilege($1, $2, 'UPDATE')", SERVICE_ROLE, table
+                )
+                for table in GAME_UPDATED_COLUMNS
+            ]
+            triggers = await connection.fetch(
+                "SELECT tgname::text FROM pg_trigger WHERE tgname LIKE '%\\_guard\\_update' "
+                "AND tgrelid::regclass::text LIKE 'game.%' ORDER BY 1"
+            )
+            return wide, [row[0] for row in triggers]
+        finally:
+            await connection.close()
+
+    guards = sorted(f"{name.removeprefix('game.')}_guard_update" for name in GAME_UPDATED_COLUMNS)
+    assert await state() == ([False] * len(GAME_UPDATED_COLUMNS), guards)
+    config = alembic_config(database_url)
+    await anyio.to_thread.run_sync(command.downgrade, config, "game_0007")
+    assert await state() == ([True] * len(GAME_UPDATED_COLUMNS), [])
+    await anyio.to_thread.run_sync(command.upgrade, config, "heads")
+    assert await state() == ([False] * len(GAME_UPDATED_COLUMNS), guards)
+
+
 ACCOUNT_IDENTITY_CHANGES = (
     "id = gen_random_uuid()",
     "type = 'prize_fund'",
@@ -191,6 +337,30 @@ ACCOUNT_IDENTITY_CHANGES = (
 )
 ACCOUNT_UPDATED_COLUMNS = ["balance_cents", "closed_at", "closed_version", "version"]
 """What the ledger updates (posting: balance and version; closing an escrow: the rest)."""
+GAME_UPDATED_COLUMNS = {
+    "game.tables": [
+        "ended_at",
+        "frozen_at",
+        "frozen_keeper_seat",
+        "last_events",
+        "match_state",
+        "result",
+        "round_number",
+        "started_at",
+        "status",
+        "step",
+        "timer_due_at",
+        "timer_kind",
+    ],
+    "game.seats": ["engine_seat", "entry_transfer_id", "left_at", "refund_transfer_id"],
+    "game.users": [],
+    "game.access_tokens": ["revoked_at"],
+    "game.presence": ["last_seen_at"],
+    "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],
+}
+"""What the game service updates of its mutable tables (migration ``game_0008``): a match's
+live state, a seat's match seat, transfers and leaving, a token's revocation, presence and a
+deadline's handling; never a table's entry, fee snapshot or options, nor a seat's owner."""
 
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),
@@ -220,6 +390,25 @@ REFUSED = [
     "DELETE FROM game.tables",
     "DELETE FROM game.deadlines",
     "UPDATE game.fee_rates SET fee_bps = 0",
+    # a table's money and a seat's owner are fixed (game_0008: grant and trigger)
+    "UPDATE game.tables SET entry_cents = 0",
+    "UPDATE game.tables SET fee_bps = 0",
+    "UPDATE game.tables SET fee_rate_id = fee_rate_id",
+    "UPDATE game.tables SET currency = 'USD'",
+    "UPDATE game.tables SET options = '{}'",
+    "UPDATE game.tables SET seat_count = 2",
+    "UPDATE game.tables SET created_at = now()",
+    "UPDATE game.tables SET fill_deadline_at = now()",
+    "UPDATE game.seats SET user_id = gen_random_uuid()",
+    "UPDATE game.seats SET table_id = gen_random_uuid()",
+    "UPDATE game.seats SET position = 0",
+    "UPDATE game.users SET role = 'operator'",
+    "UPDATE game.users SET password_hash = ''",
+    "UPDATE game.access_tokens SET user_id = gen_random_uuid()",
+    "UPDATE game.access_tokens SET expires_at = now() + interval '1 year'",
+    "UPDATE game.deadlines SET due_at = now()",
+    "UPDATE game.deadlines SET token = ''",
+    "UPDATE game.presence SET user_id = gen_random_uuid()",
     "UPDATE game.table_actions SET step = 0",
     # an account's balance, version and closing only: never its identity
     *(f"UPDATE ledger.accounts SET {change}" for change in ACCOUNT_IDENTITY_CHANGES),
@@ -340,6 +529,23 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
             SERVICE_ROLE,
         )
         assert updatable == ACCOUNT_UPDATED_COLUMNS
+        # the mutable game tables: UPDATE on the columns the code changes only (game_0008)
+        for name, columns in GAME_UPDATED_COLUMNS.items():
+            assert not tables[name]["can_update"], name
+            updatable = await connection.fetchval(
+                "SELECT coalesce(array_agg(attname::text ORDER BY attname), '{}') "
+                "FROM pg_attribute WHERE attrelid = $2::regclass AND attnum > 0 "
+                "AND NOT attisdropped AND has_column_privilege($1, attrelid, attnum, 'UPDATE')",
+                SERVICE_ROLE,
+                name,
+            )
+            assert updatable == columns, name
+        mutable = {
+            name
+            for name, row in tables.items()
+            if not row["append_only"] and name.startswith("game.") and name != "game.login_failures"
+        }
+        assert mutable == set(GAME_UPDATED_COLUMNS)
         # SELECT ... FOR UPDATE on rng.rounds needs UPDATE on a column (the trigger refuses it)
         assert await connection.fetchval(
             "SELECT array_agg(attname::text ORDER BY attname) FROM pg_attribute "
