@@ -168,3 +168,52 @@ async def test_a_set_once_column_is_written_from_null_and_an_unchanged_value_pas
             )
     finally:
         await connection.close()
+
+
+async def test_a_table_status_only_moves_forward_and_its_times_are_set_once(
+    client, settings, database_url
+):
+    """``game_0009``: open -> running -> finished, or open -> cancelled; nothing else, for the
+    owner too, and a table's start and end times, once written, are kept."""
+    op = await operator(client, settings)
+    players = [await player(client, settings, f"player{i}", 1_000, op) for i in range(2)]
+    tokens = [token for _, token in players]
+    finished = await create_table(client, tokens[0], seat_count=2)
+    for token in tokens:
+        response = await client.post(f"/tables/{finished['id']}/seat", headers=auth(token))
+        assert response.status_code == 201, response.text
+    cancelled = await create_table(client, tokens[0], seat_count=2)
+    response = await client.post(f"/tables/{cancelled['id']}/cancel", headers=auth(tokens[0]))
+    assert response.status_code == 200, response.text
+    opened = await create_table(client, tokens[1], seat_count=2)
+    connection = await asyncpg.connect(database_url)
+    try:
+        # the running table ends as the driver ends a match (the one move the trigger allows)
+        await connection.execute(
+            "UPDATE game.tables SET status = 'finished', ended_at = now() WHERE id = $1",
+            uuid.UUID(finished["id"]),
+        )
+        before = await connection.fetch("SELECT * FROM game.tables ORDER BY id")
+        refused = [
+            (finished, "status = 'running'", "cannot go from finished to running"),
+            (finished, "status = 'cancelled'", "cannot go from finished to cancelled"),
+            (finished, "status = 'open'", "cannot go from finished to open"),
+            (cancelled, "status = 'open'", "cannot go from cancelled to open"),
+            (cancelled, "status = 'running'", "cannot go from cancelled to running"),
+            (opened, "status = 'finished'", "cannot go from open to finished"),
+            (finished, "started_at = started_at + interval '1 second'", "started_at .+ set once"),
+            (finished, "ended_at = NULL", "ended_at .+ set once"),
+            (cancelled, "ended_at = ended_at - interval '1 second'", "ended_at .+ set once"),
+        ]
+        for table, change, refusal in refused:
+            with pytest.raises(asyncpg.RaiseError, match=refusal):
+                await connection.execute(
+                    f"UPDATE game.tables SET {change} WHERE id = $1", uuid.UUID(table["id"])
+                )
+        assert await connection.fetch("SELECT * FROM game.tables ORDER BY id") == before
+        # an unchanged status or time passes (the driver saves a cancelled table again)
+        await connection.execute(
+            "UPDATE game.tables SET status = status, started_at = started_at, ended_at = ended_at"
+        )
+    finally:
+        await connection.close()
