@@ -12,33 +12,29 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_settings
 from tests.helpers import auth
-from tests.integration.tables.scenario import Game, clock, heartbeat, make_due, sql, start_game
+from tests.integration.tables.scenario import (
+    SLOW_TIMERS,
+    Game,
+    add_client_seed,
+    clock,
+    deals_by_hand,
+    heartbeat,
+    make_due,
+    sql,
+    start_game,
+)
 
 pytestmark = pytest.mark.asyncio
-
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 
 
 @pytest.fixture
 def settings(database_url):
-    """Each deal waits for the test (a minute's window, and no scheduler to end it)."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=3600,
-        run_scheduler=False,
-        deal_delay_s=60,
-    )
+    return deals_by_hand(database_url)
 
 
 async def add_seed(game: Game, seat: int, seed_hex: str) -> None:
-    response = await game.client.post(
-        f"/tables/{game.id}/client-seed",
-        json={"client_seed_hex": seed_hex},
-        headers=auth(game.token(seat)),
-    )
+    response = await add_client_seed(game, game.token(seat), seed_hex)
     assert response.status_code == 204, response.text
 
 
@@ -49,7 +45,7 @@ async def hands(game: Game, seat: int) -> list[dict[str, Any]]:
 
 
 async def test_a_round_abandoned_before_its_deal_offers_no_verify_request(client, settings):
-    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW})
+    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW_TIMERS})
     async with clock(settings) as timers:
         # round 1 is dealt (with a client seed) and everybody runs
         await add_seed(game, 0, "a1")

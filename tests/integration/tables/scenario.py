@@ -34,6 +34,7 @@ from app.tables.models import Table
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner
+from tests.conftest import make_settings
 from tests.helpers import auth
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
 
@@ -327,6 +328,31 @@ async def clock(settings: Settings) -> AsyncIterator[Clock]:
         )
     finally:
         await database.dispose()
+
+
+SLOW_TIMERS = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
+"""Player timers no test waits out (a minute each): the test's moves decide."""
+
+
+def deals_by_hand(database_url: str) -> Settings:
+    """Settings in which each deal waits for the test: a minute's client-seed window and no
+    scheduler in the app (the test fires the deals with :func:`clock` and :func:`make_due`)."""
+    return make_settings(
+        database_url,
+        allow_timer_overrides=True,
+        presence_grace_s=3600,
+        run_scheduler=False,
+        deal_delay_s=60,
+    )
+
+
+async def add_client_seed(game: Game, token: str, seed_hex: str) -> Any:
+    """``POST /tables/{id}/client-seed`` as ``token``; the response."""
+    return await game.client.post(
+        f"/tables/{game.id}/client-seed",
+        json={"client_seed_hex": seed_hex},
+        headers=auth(token),
+    )
 
 
 async def heartbeat(game: Game, seat: int) -> None:

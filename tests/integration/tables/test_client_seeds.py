@@ -12,12 +12,11 @@ import pytest
 from tests.conftest import make_settings
 from tests.helpers import assert_error, auth
 from tests.integration.tables.helpers import create_table, operator, player, view
-from tests.integration.tables.scenario import Game, sql, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, Game, add_client_seed, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
 DEAL_DELAY_S = 1.5
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 
 
 @pytest.fixture
@@ -32,12 +31,6 @@ def settings(database_url):
     )
 
 
-async def add_seed(game: Game, token: str, seed_hex: str) -> Any:
-    return await game.client.post(
-        f"/tables/{game.id}/client-seed", json={"client_seed_hex": seed_hex}, headers=auth(token)
-    )
-
-
 async def rng_round(game: Game, rng_round_id: str) -> dict[str, Any]:
     response = await game.client.get(f"/rng/rounds/{rng_round_id}", headers=auth(game.token(0)))
     assert response.status_code == 200, response.text
@@ -45,7 +38,7 @@ async def rng_round(game: Game, rng_round_id: str) -> dict[str, Any]:
 
 
 async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
-    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW})
+    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW_TIMERS})
     waiting = await game.view(0)
     assert waiting["status"] == "running"
     assert waiting["timer"]["kind"] == "deal"
@@ -57,10 +50,10 @@ async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
 
     seeds = ["a1" * 16, "b2" * 8, "c3"]
     for seat, seed in enumerate(seeds):
-        response = await add_seed(game, game.token(seat), seed)
+        response = await add_client_seed(game, game.token(seat), seed)
         assert response.status_code == 204, response.text
-    assert_error(await add_seed(game, game.token(0), "dd"), 409, "already_contributed")
-    assert_error(await add_seed(game, game.spectator, "ee"), 403, "not_seated")
+    assert_error(await add_client_seed(game, game.token(0), "dd"), 409, "already_contributed")
+    assert_error(await add_client_seed(game, game.spectator, "ee"), 403, "not_seated")
     rng_round_id = waiting["round"]["rng_round_id"]
     public = await rng_round(game, rng_round_id)
     assert public["commitment"] == commitment
@@ -70,7 +63,9 @@ async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
 
     dealt = await game.wait_phase("deciding", seat=0, timeout_s=DEAL_DELAY_S + 5)
     assert dealt["round"]["commitment"] == commitment
-    refused = assert_error(await add_seed(game, game.token(1), "ff"), 409, "client_seeds_closed")
+    refused = assert_error(
+        await add_client_seed(game, game.token(1), "ff"), 409, "client_seeds_closed"
+    )
     assert refused["details"]["reason"] == "drawn"
     hands = {seat: (await game.game(seat))["round"]["hand"] for seat in range(3)}
     dealer = dealt["game_view"]["dealer"]
@@ -104,7 +99,7 @@ async def test_client_seeds_before_the_deal_are_mixed_into_it(client, settings):
     assert nxt["round"]["number"] == 2
     assert nxt["round"]["commitment"] != commitment
     assert nxt["timer"]["kind"] == "deal"
-    assert (await add_seed(game, game.token(1), "ff")).status_code == 204
+    assert (await add_client_seed(game, game.token(1), "ff")).status_code == 204
     assert (await rng_round(game, nxt["round"]["rng_round_id"]))["client_seeds"] == ["ff"]
 
 
@@ -125,21 +120,21 @@ async def table_state(game: Game, rng_round_id: str) -> tuple[Any, ...]:
 async def test_client_seeds_mix_by_seat_whatever_their_arrival_and_refusals_change_nothing(
     client, settings
 ):
-    game = await start_game(client, settings, players=2, options={"lives": 3, **SLOW})
+    game = await start_game(client, settings, players=2, options={"lives": 3, **SLOW_TIMERS})
     waiting = await game.view(0)
     rng_round_id = waiting["round"]["rng_round_id"]
-    assert (await add_seed(game, game.token(1), "b2")).status_code == 204
-    assert (await add_seed(game, game.token(0), "a1")).status_code == 204
+    assert (await add_client_seed(game, game.token(1), "b2")).status_code == 204
+    assert (await add_client_seed(game, game.token(0), "a1")).status_code == 204
     public = await rng_round(game, rng_round_id)
     assert public["contributors"] == ["seat:00", "seat:01"]
     assert public["client_seeds"] == ["a1", "b2"]
 
     before = await table_state(game, rng_round_id)
-    assert_error(await add_seed(game, game.token(0), "c3"), 409, "already_contributed")
-    assert_error(await add_seed(game, game.spectator, "c3"), 403, "not_seated")
-    assert_error(await add_seed(game, game.operator, "c3"), 403, "forbidden")
-    assert_error(await add_seed(game, game.token(1), "c"), 400, "validation_error")
-    assert_error(await add_seed(game, game.token(1), "c3\n"), 400, "validation_error")
+    assert_error(await add_client_seed(game, game.token(0), "c3"), 409, "already_contributed")
+    assert_error(await add_client_seed(game, game.spectator, "c3"), 403, "not_seated")
+    assert_error(await add_client_seed(game, game.operator, "c3"), 403, "forbidden")
+    assert_error(await add_client_seed(game, game.token(1), "c"), 400, "validation_error")
+    assert_error(await add_client_seed(game, game.token(1), "c3\n"), 400, "validation_error")
     missing = await client.post(
         f"/tables/{uuid.uuid4()}/client-seed",
         json={"client_seed_hex": "c3"},
@@ -150,18 +145,18 @@ async def test_client_seeds_mix_by_seat_whatever_their_arrival_and_refusals_chan
 
     await game.wait_phase("deciding", seat=0, timeout_s=DEAL_DELAY_S + 5)
     dealt = await table_state(game, rng_round_id)
-    assert_error(await add_seed(game, game.token(1), "c3"), 409, "client_seeds_closed")
+    assert_error(await add_client_seed(game, game.token(1), "c3"), 409, "client_seeds_closed")
     assert await table_state(game, rng_round_id) == dealt
 
 
 async def test_an_accepted_client_seed_changes_no_view(client, settings):
     """Views show no client seed: adding one keeps every view as it was (step, last events,
     timer), so the events that opened the round stay on screen and nobody is woken."""
-    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW})
+    game = await start_game(client, settings, players=3, options={"lives": 3, **SLOW_TIMERS})
     before = {seat: await game.view(seat) for seat in (0, 1, 2, None)}
     assert before[None]["events"] and before[None]["timer"]["kind"] == "deal"
-    assert (await add_seed(game, game.token(0), "a1")).status_code == 204
-    assert (await add_seed(game, game.token(2), "c3")).status_code == 204
+    assert (await add_client_seed(game, game.token(0), "a1")).status_code == 204
+    assert (await add_client_seed(game, game.token(2), "c3")).status_code == 204
     assert {seat: await game.view(seat) for seat in (0, 1, 2, None)} == before
 
 

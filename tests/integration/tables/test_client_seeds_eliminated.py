@@ -10,9 +10,17 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_settings
 from tests.helpers import assert_error, auth
-from tests.integration.tables.scenario import Game, clock, make_due, sql, start_game
+from tests.integration.tables.scenario import (
+    SLOW_TIMERS,
+    Game,
+    add_client_seed,
+    clock,
+    deals_by_hand,
+    make_due,
+    sql,
+    start_game,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -21,27 +29,15 @@ HANDS = {
     1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
     2: ["2H", "6C", "9D", "QH", "4D", "8D", "5H", "10C", "3C"],
 }
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 
 
 @pytest.fixture
 def settings(database_url):
-    """Each deal waits for the test (a minute's window, and no scheduler to end it)."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=3600,
-        run_scheduler=False,
-        deal_delay_s=60,
-    )
+    return deals_by_hand(database_url)
 
 
 async def add_seed(game: Game, seat: int, seed_hex: str) -> Any:
-    return await game.client.post(
-        f"/tables/{game.id}/client-seed",
-        json={"client_seed_hex": seed_hex},
-        headers=auth(game.token(seat)),
-    )
+    return await add_client_seed(game, game.token(seat), seed_hex)
 
 
 async def recorded(game: Game, rng_round_id: str) -> tuple[Any, ...]:
@@ -72,7 +68,7 @@ async def test_an_eliminated_player_adds_no_client_seed_and_the_living_add_one_e
         dealer=2,
         hands=HANDS,
         stock=["9C"],
-        options={"lives": 2, **SLOW},
+        options={"lives": 2, **SLOW_TIMERS},
     )
     async with clock(settings) as timers:
         await make_due(game, "deal")
