@@ -105,6 +105,25 @@ def pg_server_url() -> str:
     return _server_url()
 
 
+@pytest.fixture
+async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
+    """A database with no migration applied (its URL), dropped after the test."""
+    name = f"raiz_empty_{uuid.uuid4().hex[:10]}"
+    admin = await _admin(pg_server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        yield _with_database(pg_server_url, name)
+    finally:
+        admin = await _admin(pg_server_url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
 @pytest.fixture(scope="session")
 async def template_database(pg_server_url: str) -> AsyncIterator[str]:
     """A database migrated to the latest revision, cloned by every test."""

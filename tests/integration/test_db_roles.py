@@ -601,27 +601,6 @@ async def test_a_table_a_later_migration_creates_is_granted_too(database_url, se
 
 
 @pytest.fixture
-async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
-    name = f"raiz_roles_{uuid.uuid4().hex[:10]}"
-    admin_url = make_url(pg_server_url).set(drivername="postgresql", database="postgres")
-    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield (
-        make_url(pg_server_url)
-        .set(drivername="postgresql", database=name)
-        .render_as_string(hide_password=False)
-    )
-    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
-
-
-@pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("RAIZ_PASSWORD_COST_LOG2", "10")
     monkeypatch.delenv("RAIZ_MIGRATION_DATABASE_URL", raising=False)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import anyio
 import asyncpg
 import pytest
@@ -17,19 +15,6 @@ from app.db.migrate import alembic_config, upgrade
 from migrations.targets import OWNED_SCHEMAS, include_name, include_object, target_metadata
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-async def empty_database(pg_server_url):
-    name = f"raiz_empty_{uuid.uuid4().hex[:10]}"
-    admin_url = make_url(pg_server_url).set(drivername="postgresql", database="postgres")
-    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    yield make_url(pg_server_url).set(drivername="postgresql", database=name)
-    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await admin.close()
 
 
 async def _diff(url) -> list:
@@ -57,7 +42,7 @@ async def _diff(url) -> list:
 
 
 async def test_upgrade_from_empty_creates_every_schema_and_matches_the_models(empty_database):
-    url = empty_database.render_as_string(hide_password=False)
+    url = empty_database
     await anyio.to_thread.run_sync(upgrade, url)
     connection = await asyncpg.connect(url)
     try:
@@ -87,13 +72,13 @@ async def test_upgrade_from_empty_creates_every_schema_and_matches_the_models(em
         .get_heads()
     )
     assert heads == script_heads
-    assert await _diff(empty_database) == []
+    assert await _diff(make_url(empty_database)) == []
     # Idempotent: a second upgrade is a no-op.
     await anyio.to_thread.run_sync(upgrade, url)
 
 
 async def test_autogenerate_never_proposes_dropping_tables_it_does_not_own(empty_database):
-    url = empty_database.render_as_string(hide_password=False)
+    url = empty_database
     await anyio.to_thread.run_sync(upgrade, url)
     connection = await asyncpg.connect(url)
     try:
@@ -103,4 +88,4 @@ async def test_autogenerate_never_proposes_dropping_tables_it_does_not_own(empty
         await connection.execute("CREATE TABLE game.operator_notes (id int PRIMARY KEY)")
     finally:
         await connection.close()
-    assert await _diff(empty_database) == []
+    assert await _diff(make_url(empty_database)) == []

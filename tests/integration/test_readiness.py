@@ -5,8 +5,6 @@ the log, not to the public caller."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator
 
 import anyio
 import asyncpg
@@ -14,7 +12,6 @@ import pytest
 from alembic.script import ScriptDirectory
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
-from sqlalchemy.engine import make_url
 
 from app.db.migrate import alembic_config, schema_revisions, upgrade
 from app.main import create_app
@@ -23,26 +20,6 @@ from tests.conftest import make_settings
 pytestmark = pytest.mark.asyncio
 
 READY = {"status": "ok", "database": "ok", "schema": "ok"}
-
-
-@pytest.fixture
-async def scratch_database(pg_server_url: str) -> AsyncIterator[str]:
-    """An empty database (no migration applied), dropped after the test."""
-    name = f"raiz_ready_{uuid.uuid4().hex[:10]}"
-    admin_url = make_url(pg_server_url).set(drivername="postgresql", database="postgres")
-    admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    try:
-        yield make_url(pg_server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        admin = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
 
 
 def _app(url: str) -> Litestar:
@@ -75,9 +52,9 @@ async def test_a_migrated_database_is_ready(client):
     assert response.json() == READY
 
 
-async def test_a_database_never_migrated_is_not_ready(scratch_database, capfd):
+async def test_a_database_never_migrated_is_not_ready(empty_database, capfd):
     capfd.readouterr()
-    async with AsyncTestClient(app=_app(scratch_database)) as client:
+    async with AsyncTestClient(app=_app(empty_database)) as client:
         response = await client.get("/health/ready")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "database": "ok", "schema": "missing"}
@@ -86,10 +63,10 @@ async def test_a_database_never_migrated_is_not_ready(scratch_database, capfd):
     assert logged["expected"] == sorted(schema_revisions().heads)
 
 
-async def test_a_half_migrated_database_is_not_ready_until_migrated(scratch_database, capfd):
-    short_of = await anyio.to_thread.run_sync(_one_migration_short, scratch_database)
+async def test_a_half_migrated_database_is_not_ready_until_migrated(empty_database, capfd):
+    short_of = await anyio.to_thread.run_sync(_one_migration_short, empty_database)
     capfd.readouterr()
-    async with AsyncTestClient(app=_app(scratch_database)) as client:
+    async with AsyncTestClient(app=_app(empty_database)) as client:
         behind = await client.get("/health/ready")
         assert behind.status_code == 503
         assert behind.json() == {"status": "unavailable", "database": "ok", "schema": "outdated"}
@@ -99,15 +76,15 @@ async def test_a_half_migrated_database_is_not_ready_until_migrated(scratch_data
         assert set(logged["expected"]) - set(logged["recorded"]) == {
             head for head in schema_revisions().heads if head.startswith("game_")
         }
-        await anyio.to_thread.run_sync(upgrade, scratch_database)
+        await anyio.to_thread.run_sync(upgrade, empty_database)
         # the same process is ready once the migrations are applied
         after = await client.get("/health/ready")
     assert after.status_code == 200 and after.json() == READY
 
 
-async def test_a_database_with_one_branch_only_is_not_ready(scratch_database):
-    await anyio.to_thread.run_sync(upgrade, scratch_database, "ledger@head")
-    async with AsyncTestClient(app=_app(scratch_database)) as client:
+async def test_a_database_with_one_branch_only_is_not_ready(empty_database):
+    await anyio.to_thread.run_sync(upgrade, empty_database, "ledger@head")
+    async with AsyncTestClient(app=_app(empty_database)) as client:
         response = await client.get("/health/ready")
     assert response.status_code == 503
     assert response.json()["schema"] == "outdated"
