@@ -10,11 +10,10 @@ import pytest
 
 from tests.helpers import assert_error, auth
 from tests.integration.tables.helpers import FAST_TIMERS, create_table, operator, player
-from tests.integration.tables.scenario import Game, cards, concurrently, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, Game, cards, concurrently, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 HANDS = {
     0: ["9C", "2D", "5S", "8S", "JS", "3H", "QC", "6D", "10D"],
     1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
@@ -32,7 +31,7 @@ async def three_players(client: Any, settings: Any, **options: int) -> Game:
         dealer=2,
         hands=hands,
         stock=["5C", "AH"],
-        options={"lives": 3, **SLOW, **options},
+        options={"lives": 3, **SLOW_TIMERS, **options},
     )
 
 
@@ -208,7 +207,9 @@ async def test_concurrent_different_actions_exactly_one_applies(client, settings
 
 
 async def test_concurrent_decisions_of_every_player_each_apply_once(client, settings):
-    game = await start_game(client, settings, players=4, dealer=3, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=4, dealer=3, options={"lives": 3, **SLOW_TIMERS}
+    )
     path = f"/tables/{game.id}/actions"
     requests = []
     for seat in (0, 1, 2):

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import assert_error
-from tests.integration.tables.scenario import start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 """Timers that never fire during a test: every move is the test's."""
 
 
@@ -21,7 +20,9 @@ def of_type(view: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 async def test_decisions_stay_secret_until_the_dealer_decides(client, settings):
-    game = await start_game(client, settings, players=4, dealer=3, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=4, dealer=3, options={"lives": 3, **SLOW_TIMERS}
+    )
     first = await game.game(0)
     assert first["dealer"] == 3
     assert first["round"]["phase"] == "deciding"
@@ -130,7 +131,9 @@ async def test_marra_cannot_run_and_its_timeout_means_mandar(client, settings):
 
 @pytest.mark.parametrize("lone", [3, 1], ids=["dealer", "non_dealer"])
 async def test_all_but_one_ran_the_one_wins_the_round_without_playing(client, settings, lone):
-    game = await start_game(client, settings, players=4, dealer=3, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=4, dealer=3, options={"lives": 3, **SLOW_TIMERS}
+    )
     for seat in (0, 1, 2):
         await game.decide(seat, seat == lone)
     if lone != 3:
@@ -155,7 +158,9 @@ async def test_all_but_one_ran_the_one_wins_the_round_without_playing(client, se
 
 
 async def test_everybody_ran_the_round_is_annulled(client, settings):
-    game = await start_game(client, settings, players=3, dealer=0, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
     await game.decide(1, False)
     await game.decide(2, False)
     assert (await game.game(0))["round"]["mandar_count"] == 0

@@ -8,11 +8,10 @@ import asyncpg
 import pytest
 
 from tests.helpers import auth
-from tests.integration.tables.scenario import start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 HANDS = {
     0: ["9C", "2D", "5S", "8S", "JS", "3H", "QC", "6D", "10D"],
     1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
@@ -49,7 +48,7 @@ async def test_fee_rates_and_applied_actions_cannot_be_changed_or_deleted(
         dealer=2,
         hands=HANDS,
         stock=["5C", "AH"],
-        options={"lives": 3, **SLOW},
+        options={"lives": 3, **SLOW_TIMERS},
     )
     changed = await client.post(
         "/admin/fee-rates",

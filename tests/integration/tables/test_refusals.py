@@ -11,11 +11,10 @@ import pytest
 
 from tests.helpers import auth
 from tests.integration.tables.helpers import create_table, operator, player
-from tests.integration.tables.scenario import Game, sql, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, Game, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 STATE = [
     "SELECT * FROM game.tables ORDER BY id",
     "SELECT * FROM game.seats ORDER BY id",
@@ -79,7 +78,7 @@ async def test_refused_requests_on_an_open_table_change_nothing(client, settings
 
 
 async def test_refused_requests_on_a_running_table_change_nothing(client, settings):
-    game: Game = await start_game(client, settings, players=3, dealer=2, options=SLOW)
+    game: Game = await start_game(client, settings, players=3, dealer=2, options=SLOW_TIMERS)
     await game.decide(0, True)
     path = f"/tables/{game.id}"
     before = await state(settings)

@@ -12,15 +12,15 @@ from litestar.exceptions import WebSocketDisconnect
 from app.tables.realtime import UNAUTHORIZED_CLOSE_CODE
 from tests.helpers import auth
 from tests.integration.tables.helpers import create_table, operator, player
-from tests.integration.tables.scenario import sql, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
-
 
 async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, settings):
-    game = await start_game(client, settings, players=3, dealer=0, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
     socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
     with socket_session as socket:
         first = socket.receive_json(timeout=10)
@@ -71,7 +71,9 @@ async def closing_code(client, path: str) -> int:
 async def test_a_socket_without_a_valid_token_is_closed_as_unauthenticated(client, settings):
     """A client reconnecting with an expired or revoked token must learn that it has to log
     in again (4401, as when the token dies on an open socket), not see a server error."""
-    game = await start_game(client, settings, players=2, dealer=0, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=2, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
     path = f"/tables/{game.id}/ws"
     for query in ("", "?token=", "?token=bogus", "?token=%00"):
         assert await closing_code(client, path + query) == UNAUTHORIZED_CLOSE_CODE, query
@@ -104,7 +106,9 @@ async def test_a_flood_of_pings_is_answered_without_a_database_round_trip_each(
     from app.accounts.service import AccountService
     from app.tables.realtime import PING_CHECK_INTERVAL_S
 
-    game = await start_game(client, settings, players=2, dealer=0, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=2, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
     checks = 0
     authenticate = AccountService.authenticate
 

@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import make_settings
 from tests.helpers import assert_error
 from tests.integration.tables.scenario import (
+    SLOW_TIMERS,
     Game,
     clock,
     concurrently,
@@ -23,7 +24,6 @@ from tests.integration.tables.scenario import (
 pytestmark = pytest.mark.asyncio
 
 GRACE_S = 0.5
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 
 
 @pytest.fixture
@@ -38,7 +38,9 @@ def settings(database_url):
 
 
 async def three_players(client, settings) -> Game:
-    return await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **SLOW})
+    return await start_game(
+        client, settings, players=3, dealer=2, options={"lives": 3, **SLOW_TIMERS}
+    )
 
 
 # --- abandonment ---------------------------------------------------------------------------------

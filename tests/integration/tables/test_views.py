@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import auth
-from tests.integration.tables.scenario import Game, card_ids_in, cards, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, Game, card_ids_in, cards, start_game
 
 pytestmark = pytest.mark.asyncio
 
-SLOW = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
 HANDS = {
     0: ["9C", "2D", "5S", "8S", "JS", "3H", "QC", "6D", "10D"],
     1: ["4H", "8H", "JD", "KC", "10S", "3D", "7S", "QS", "KH"],
@@ -141,7 +140,7 @@ async def test_no_view_shows_another_hand_or_the_stock(client, settings):
         dealer=3,
         hands=HANDS,
         stock=["5C", "AH"],
-        options={"lives": 3, **SLOW},
+        options={"lives": 3, **SLOW_TIMERS},
     )
     # the deal (the last change's events include every hand, redacted per viewer)
     assert {e["type"] for e in (await game.view(None))["events"]} >= {"dealt", "round_started"}
@@ -167,7 +166,9 @@ async def test_no_view_shows_another_hand_or_the_stock(client, settings):
 
 
 async def test_a_spectator_or_a_stranger_sees_public_information_only(client, settings):
-    game = await start_game(client, settings, players=2, dealer=0, options={"lives": 3, **SLOW})
+    game = await start_game(
+        client, settings, players=2, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
     watched = await game.view(None)
     assert watched["you"]["spectator"] is True
     assert watched["game_view"]["round"]["hand_counts"] == [[1, 9], [0, 9]]
