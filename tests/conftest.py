@@ -48,6 +48,20 @@ async def _admin(url: str) -> asyncpg.Connection:
     return await asyncpg.connect(_with_database(url, "postgres"))
 
 
+async def _admin_sql(url: str, *statements: str) -> None:
+    """Run ``statements`` (CREATE and DROP DATABASE) on the server's ``postgres`` database."""
+    admin = await _admin(url)
+    try:
+        for statement in statements:
+            await admin.execute(statement)
+    finally:
+        await admin.close()
+
+
+def _drop(name: str) -> str:
+    return f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -109,19 +123,11 @@ def pg_server_url() -> str:
 async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
     """A database with no migration applied (its URL), dropped after the test."""
     name = f"raiz_empty_{uuid.uuid4().hex[:10]}"
-    admin = await _admin(pg_server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
+    await _admin_sql(pg_server_url, f'CREATE DATABASE "{name}"')
     try:
         yield _with_database(pg_server_url, name)
     finally:
-        admin = await _admin(pg_server_url)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        await _admin_sql(pg_server_url, _drop(name))
 
 
 @pytest.fixture(scope="session")
@@ -132,20 +138,11 @@ async def template_database(pg_server_url: str) -> AsyncIterator[str]:
     from app.db.migrate import upgrade
 
     name = f"raiz_tpl_{os.getpid()}"
-    admin = await _admin(pg_server_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
+    await _admin_sql(pg_server_url, _drop(name), f'CREATE DATABASE "{name}"')
     url = _with_database(pg_server_url, name)
     await anyio.to_thread.run_sync(upgrade, url)
     yield name
-    admin = await _admin(pg_server_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    await _admin_sql(pg_server_url, _drop(name))
 
 
 @pytest.fixture
@@ -161,11 +158,7 @@ async def database_url(
     matches produce is proven to re-execute from its seed (``round_tampering`` skips it).
     """
     name = f"raiz_t_{uuid.uuid4().hex[:12]}"
-    admin = await _admin(pg_server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
-    finally:
-        await admin.close()
+    await _admin_sql(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template_database}"')
     url = _with_database(pg_server_url, name)
     yield url
     problems: list[str] = []
@@ -175,11 +168,7 @@ async def database_url(
         if request.node.get_closest_marker("round_tampering") is None:
             problems += await _round_problems(url)
     finally:
-        admin = await _admin(pg_server_url)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        await _admin_sql(pg_server_url, _drop(name))
     if problems:
         pytest.fail(
             "ledger reconciliation or round verification failed after the test:\n"
