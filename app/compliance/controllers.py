@@ -41,6 +41,15 @@ __all__ = (
 AnyRequest = Request[Any, Any, Any]
 Limit = Annotated[int, QueryParameter(ge=1, le=200, description="Page size.")]
 Offset = Annotated[int, QueryParameter(ge=0, le=1_000_000)]
+Before = Annotated[
+    uuid.UUID | None,
+    QueryParameter(
+        description=(
+            "The last round of the previous page: this page starts after it (keyset "
+            "pagination; stable while rounds start and finish, unlike offset)."
+        )
+    ),
+]
 RngDependency = NamedDependency[RngService]
 
 
@@ -88,11 +97,19 @@ class ComplianceController(Controller):
         ] = None,
         limit: Limit = 50,
         offset: Offset = 0,
+        before: Before = None,
     ) -> list[dict[str, Any]]:
-        """Rounds by player, table and start time, newest first."""
+        """Rounds by player, table and start time, newest first; ``before`` (a round id, the
+        last one of the previous page) pages back."""
         since, until = _utc(since, "from"), _utc(until, "to")
         rounds = await ComplianceService(db_session, settings, rng_service).search_rounds(
-            player=player, table=table, since=since, until=until, limit=limit, offset=offset
+            player=player,
+            table=table,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+            before=before,
         )
         filters = {
             "player": None if player is None else str(player),
@@ -101,6 +118,7 @@ class ComplianceController(Controller):
             "to": None if until is None else until.isoformat(),
             "limit": limit,
             "offset": offset,
+            "before": None if before is None else str(before),
             "found": len(rounds),
         }
         record_access(
@@ -270,13 +288,14 @@ class PlayerHandsController(Controller):
         rng_service: RngDependency,
         limit: Annotated[int, QueryParameter(ge=1, le=50, description="Page size.")] = 10,
         offset: Offset = 0,
+        before: Before = None,
     ) -> list[dict[str, Any]]:
         """Finished rounds, newest first: your cards, what was public (the closer's melds),
         the commitment and revealed seed, and ``verify_request``, ready for ``POST /rng/verify``
         (``null``, with ``verify_unavailable: "not_dealt"``, for a round that ended before its
-        deal)."""
+        deal).  ``before`` (the last ``round_id`` of the previous page) pages back."""
         return await ComplianceService(db_session, settings, rng_service).hand_history(
-            principal_of(request).user_id, limit=limit, offset=offset
+            principal_of(request).user_id, limit=limit, offset=offset, before=before
         )
 
 

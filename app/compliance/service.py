@@ -11,7 +11,7 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 
 from app.compliance.bundle import BundleReport, bundle_keys, verify_bundle
 from app.compliance.checkpoints import inclusion_proofs
@@ -23,12 +23,16 @@ from app.tables.models import Round, RoundResult, Seat, Table
 from ledger.reads import LedgerReads
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Select
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.config import Settings
     from rng.service import RngService
 
 __all__ = ("NOT_DEALT", "ComplianceService", "allow_fixed_streams")
+
+NEWEST_FIRST = (Round.created_at.desc(), Round.id)
+"""The order of round listings: latest start first, ties by id."""
 
 NOT_DEALT = "not_dealt"
 """Why a hand has no ``verify_request``: the round ended before its deal (no card was drawn)."""
@@ -54,6 +58,23 @@ class ComplianceService:
         if round_ is None:
             raise NotFoundError("No such round.", code="round_not_found")
         return round_
+
+    async def _after(self, anchor: Select[dt.datetime], round_id: uuid.UUID) -> ColumnElement[bool]:
+        """The rounds after ``round_id`` in :data:`NEWEST_FIRST` order, ``anchor`` reading
+        its start time (``round_not_found`` if it reads none).  A keyset: the page starts in
+        the start-time index where an offset reads every row it skips, and it neither repeats
+        nor skips a round when rounds start or finish between two pages."""
+        started = await self._session.scalar(anchor)
+        if started is None:
+            raise NotFoundError(
+                "No round with this id to page from.",
+                code="round_not_found",
+                details={"before": str(round_id)},
+            )
+        return and_(
+            Round.created_at <= started,
+            or_(Round.created_at < started, Round.id > round_id),
+        )
 
     async def bundle(self, round_id: uuid.UUID) -> dict[str, Any]:
         """The dispute bundle of a finished round's table, with inclusion proofs."""
@@ -131,17 +152,23 @@ class ComplianceService:
         since: dt.datetime | None,
         until: dt.datetime | None,
         limit: int,
-        offset: int,
+        offset: int = 0,
+        before: uuid.UUID | None = None,
     ) -> list[dict[str, Any]]:
-        """Rounds by player, table and start time, newest first."""
+        """Rounds by player, table and start time, newest first; after the round ``before``
+        in that order when given (``round_not_found`` if there is no such round)."""
         query = (
             select(Round, RoundResult, Table.preset)
             .join(Table, Table.id == Round.table_id)
             .outerjoin(RoundResult, RoundResult.round_id == Round.id)
-            .order_by(Round.created_at.desc(), Round.id)
+            .order_by(*NEWEST_FIRST)
             .limit(limit)
             .offset(offset)
         )
+        if before is not None:
+            query = query.where(
+                await self._after(select(Round.created_at).where(Round.id == before), before)
+            )
         if player is not None:
             query = query.where(
                 Round.table_id.in_(
@@ -243,20 +270,27 @@ class ComplianceService:
 
     # --- a player's own hands ------------------------------------------------------------
     async def hand_history(
-        self, user_id: uuid.UUID, *, limit: int, offset: int
+        self,
+        user_id: uuid.UUID,
+        *,
+        limit: int,
+        offset: int = 0,
+        before: uuid.UUID | None = None,
     ) -> list[dict[str, Any]]:
-        """The player's finished rounds, newest first, as the player may see them."""
-        rows = (
-            await self._session.execute(
-                select(Round, Seat.engine_seat)
-                .join(Seat, Seat.table_id == Round.table_id)
-                .join(RoundResult, RoundResult.round_id == Round.id)
-                .where(Seat.user_id == user_id, Seat.engine_seat.is_not(None))
-                .order_by(Round.created_at.desc(), Round.id)
-                .limit(limit)
-                .offset(offset)
-            )
-        ).all()
+        """The player's finished rounds, newest first, as the player may see them; after the
+        round ``before`` in that order when given, which must be one of them
+        (``round_not_found`` otherwise: another player's round is not a place to page from)."""
+        query = (
+            select(Round, Seat.engine_seat)
+            .join(Seat, Seat.table_id == Round.table_id)
+            .join(RoundResult, RoundResult.round_id == Round.id)
+            .where(Seat.user_id == user_id, Seat.engine_seat.is_not(None))
+        )
+        page = query.order_by(*NEWEST_FIRST).limit(limit).offset(offset)
+        if before is not None:
+            anchor = query.where(Round.id == before).with_only_columns(Round.created_at)
+            page = page.where(await self._after(anchor, before))
+        rows = (await self._session.execute(page)).all()
         history = []
         table_ids = list({round_.table_id for round_, _ in rows})
         # only the page's rounds (a table's other rounds, their logs and its money are not
