@@ -354,6 +354,12 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         await timed("GET /compliance/rounds (newest 50)", search)
         await timed("GET /compliance/rounds?player=", lambda: search(player=user))
         await timed("GET /compliance/rounds?offset=100000", lambda: search(offset=100_000))
+        deep = await search(offset=99_999, limit=1)
+        if deep:
+            await timed(
+                "GET /compliance/rounds?before=<the 100,000th round>",
+                lambda: search(before=uuid.UUID(deep[0]["round_id"])),
+            )
 
         async def hands(offset: int = 0) -> Any:
             async with database.session() as session:
