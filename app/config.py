@@ -163,6 +163,10 @@ class Settings(BaseSettings):
     production refuses 0."""
     presence_grace_s: float = Field(default=15.0, ge=0)
     """How long a player counts as connected after their last WebSocket or heartbeat."""
+    away_after_timeouts: int = Field(default=3, ge=1, le=1_000)
+    """A living player whose own timers ran out this many times in a row, with no action of
+    theirs in between, is *away*; a table where no connected living player is playing
+    freezes (docs/tables.md, presence)."""
     checkpoint_interval_s: float = Field(default=86_400.0, ge=1)
     """How often the scheduler signs a Merkle checkpoint over the finished rounds (daily)."""
     audit_interval_s: float = Field(default=300.0, gt=0)

@@ -203,11 +203,19 @@ class TableAction(GameBase):
 
 
 class Presence(GameBase):
-    """When a seated player was last seen (WebSocket open, heartbeat or action)."""
+    """When a seated player was last seen (WebSocket open, heartbeat or action) and last acted,
+    and how many of their timers ran out since (``RAIZ_AWAY_AFTER_TIMEOUTS``)."""
 
     __tablename__ = "presence"
-    __table_args__ = (PrimaryKeyConstraint("table_id", "user_id"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("table_id", "user_id"),
+        CheckConstraint("timeouts_in_a_row >= 0", name="timeouts_in_a_row_not_negative"),
+    )
 
     table_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tables.id"))
     user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
     last_seen_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    timeouts_in_a_row: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The timers that waited for this player and ran out since their last action here."""
+    acted_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """The player's last action at this table."""

@@ -379,7 +379,7 @@ class TableService:
                 step=table.step,
             )
         )
-        await self.touch(table.id, principal.user_id)
+        await self.touch(table.id, principal.user_id, acted=True)
         count_on_commit(self._session, metrics.ACTIONS.labels(str(kind), "applied"))
         return table, False
 
@@ -431,14 +431,17 @@ class TableService:
             raise ForbiddenError("You do not sit at this table.", code="not_seated")
         await self.touch(table.id, principal.user_id)
 
-    async def touch(self, table_id: uuid.UUID, user_id: uuid.UUID) -> None:
-        """Record that a player is present now (WebSocket, heartbeat or action)."""
+    async def touch(self, table_id: uuid.UUID, user_id: uuid.UUID, *, acted: bool = False) -> None:
+        """Record that a player is present now (WebSocket, heartbeat or action); an action
+        (``acted``) also ends their run of timeouts (``RAIZ_AWAY_AFTER_TIMEOUTS``)."""
         now = utcnow()
-        statement = insert(Presence).values(table_id=table_id, user_id=user_id, last_seen_at=now)
+        values: dict[str, Any] = {"last_seen_at": now}
+        if acted:
+            values |= {"timeouts_in_a_row": 0, "acted_at": now}
+        statement = insert(Presence).values(table_id=table_id, user_id=user_id, **values)
         await self._session.execute(
             statement.on_conflict_do_update(
-                index_elements=[Presence.table_id, Presence.user_id],
-                set_={"last_seen_at": now},
+                index_elements=[Presence.table_id, Presence.user_id], set_=values
             )
         )
 

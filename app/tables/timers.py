@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, func, select, update
 
 from app.db.base import utcnow
 from app.metrics import count_on_commit
@@ -19,10 +20,11 @@ from app.tables.service import TableService
 from app.timers import schedule_deadline
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Sequence
 
     from sqlalchemy.ext.asyncio import AsyncSession
 
+    from app.config import Settings
     from app.db import Database
     from app.tables.runtime import TableRuntime
     from app.timers import Deadline, DeadlineHandler
@@ -53,6 +55,17 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
             {"deadline": deadline.id, "timer": current.kind},
         )
         await driver.save()
+        if current.seats:
+            # the players this timer waited for did not act: one more timeout in a row each
+            seats = await driver.seats_by_engine_seat()
+            await session.execute(
+                update(Presence)
+                .where(
+                    Presence.table_id == table.id,
+                    Presence.user_id.in_([seats[s].user_id for s in current.seats if s in seats]),
+                )
+                .values(timeouts_in_a_row=Presence.timeouts_in_a_row + 1)
+            )
         count_on_commit(session, metrics.TIMEOUTS.labels(current.kind))
         return True
 
@@ -85,24 +98,20 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         ):
             return False
         driver = TableDriver(runtime.context(session), table, _spec(table))
-        alive = driver.spec.alive_seats(driver.match)
-        seats = await driver.seats_by_engine_seat()
-        seen = await _last_seen(session, table.id)
-        grace = dt.timedelta(seconds=runtime.settings.presence_grace_s)
-        online = _online(alive, seats, seen, utcnow(), grace)
-        if len(online) >= 2:
+        attendance = await _attendance(session, driver, utcnow(), runtime.settings)
+        if not attendance.deserted:
             # Somebody came back before the deadline, after the last presence sweep: nobody
             # abandoned the table (RULES.md §3), so it thaws here rather than ending.
-            await _thaw(driver, online)
+            await _thaw(driver, attendance.online)
             await driver.save()
             return True
         keeper = table.frozen_keeper_seat
-        if keeper not in online:
+        if keeper not in attendance.online:
             # The keeper chosen at the freeze is gone (they left, or an absent player's
             # action ended a round and took their last lives): the freeze's own rule picks
             # again.  An eliminated keeper would otherwise fail the deadline for good and
             # leave the prize in escrow.
-            keeper = _keeper(alive, seats, seen, online)
+            keeper = attendance.keeper()
         await driver.apply_input(
             {"type": "abandon_win", "seat": keeper},
             {"deadline": deadline.id, "timer": "abandon"},
@@ -121,40 +130,68 @@ def abandon_token(frozen_at: dt.datetime) -> str:
 _NEVER = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
-async def _last_seen(session: AsyncSession, table_id: uuid.UUID) -> dict[uuid.UUID, dt.datetime]:
-    """When each player of the table was last seen (players never seen are absent)."""
-    rows = await session.execute(
-        select(Presence.user_id, Presence.last_seen_at).where(Presence.table_id == table_id)
-    )
-    return {user_id: last_seen_at for user_id, last_seen_at in rows}
+@dataclass(frozen=True, slots=True)
+class _Attendance:
+    """Who of a running table's living players is connected, and who of them is playing."""
+
+    alive: tuple[int, ...]
+    online: list[int]
+    """The living seats whose player was seen within the presence grace, in seat order."""
+    playing: list[int]
+    """Those of ``online`` who are not away: fewer than ``RAIZ_AWAY_AFTER_TIMEOUTS`` of their
+    own timers ran out in a row.  Away players may be connected but do not play; a timeout
+    never closes a hand, so a match played by its timers alone would never end."""
+    seen: dict[int, dt.datetime]
+    acted: dict[int, dt.datetime]
+
+    @property
+    def deserted(self) -> bool:
+        """Whether the table should be frozen: at most one living player connected
+        (RULES.md §3), or none of the connected ones playing."""
+        return len(self.alive) >= 2 and (len(self.online) <= 1 or not self.playing)
+
+    def keeper(self) -> int:
+        """Who wins a frozen table if nobody comes back: the living player connected (and
+        playing, if one is); of several connected and all away, the one who acted last;
+        when nobody is connected, the living player seen last (the lower seat on a tie)."""
+        if self.playing:
+            return self.playing[0]
+        if self.online:
+            return max(self.online, key=lambda seat: (self.acted.get(seat, _NEVER), -seat))
+        return max(self.alive, key=lambda seat: (self.seen.get(seat, _NEVER), -seat))
 
 
-def _online(
-    alive: Iterable[int],
-    seats: Mapping[int, Seat],
-    seen: Mapping[uuid.UUID, dt.datetime],
-    now: dt.datetime,
-    grace: dt.timedelta,
-) -> list[int]:
-    """The living engine seats whose player was seen within ``grace``, in seat order."""
-    return sorted(
-        seat
+async def _attendance(
+    session: AsyncSession, driver: TableDriver, now: dt.datetime, settings: Settings
+) -> _Attendance:
+    grace = dt.timedelta(seconds=settings.presence_grace_s)
+    alive = tuple(sorted(driver.spec.alive_seats(driver.match)))
+    seats = await driver.seats_by_engine_seat()
+    rows = {
+        user_id: (seen, timeouts, acted)
+        for user_id, seen, timeouts, acted in await session.execute(
+            select(
+                Presence.user_id,
+                Presence.last_seen_at,
+                Presence.timeouts_in_a_row,
+                Presence.acted_at,
+            ).where(Presence.table_id == driver.table.id)
+        )
+    }
+    # players never seen are absent; a player who left has no seat
+    presence = {
+        seat: rows[seats[seat].user_id]
         for seat in alive
-        if seat in seats and seen.get(seats[seat].user_id, _NEVER) >= now - grace
+        if seats.get(seat) and seats[seat].user_id in rows
+    }
+    online = [seat for seat, (seen, _, _) in presence.items() if seen >= now - grace]
+    return _Attendance(
+        alive=alive,
+        online=online,
+        playing=[seat for seat in online if presence[seat][1] < settings.away_after_timeouts],
+        seen={seat: seen for seat, (seen, _, _) in presence.items()},
+        acted={seat: acted for seat, (_, _, acted) in presence.items() if acted is not None},
     )
-
-
-def _keeper(
-    alive: Iterable[int],
-    seats: Mapping[int, Seat],
-    seen: Mapping[uuid.UUID, dt.datetime],
-    online: Sequence[int],
-) -> int:
-    """Who wins a frozen table if nobody comes back: the living player connected, or else the
-    living player seen last (the lower seat on a tie)."""
-    if online:
-        return online[0]
-    return max(alive, key=lambda seat: (seen.get(seats[seat].user_id, _NEVER), -seat))
 
 
 async def _thaw(driver: TableDriver, online: Sequence[int]) -> None:
@@ -186,8 +223,11 @@ class PresenceSweeper:
             connected = func.count(Presence.user_id).filter(
                 Presence.last_seen_at >= utcnow() - grace
             )
+            away = func.count(Presence.user_id).filter(
+                Presence.timeouts_in_a_row >= self._runtime.settings.away_after_timeouts
+            )
             rows = await session.execute(
-                select(Table.id, Table.frozen_at, connected, func.count(Seat.id))
+                select(Table.id, Table.frozen_at, connected, away, func.count(Seat.id))
                 .join(Seat, and_(Seat.table_id == Table.id, Seat.left_at.is_(None)))
                 .outerjoin(
                     Presence,
@@ -197,18 +237,20 @@ class PresenceSweeper:
                 .group_by(Table.id)
             )
             # The counts include eliminated players (who may stay to watch): a running table
-            # with anybody away may be down to one living player connected.
+            # with anybody gone may be down to one living player connected, one with anybody
+            # away may have nobody playing.
             candidates = [
                 table_id
-                for table_id, frozen_at, count, seated in rows
-                if (frozen_at is None and count < seated) or (frozen_at is not None and count >= 2)
+                for table_id, frozen_at, count, away_count, seated in rows
+                if (frozen_at is None and (count < seated or away_count > 0))
+                or (frozen_at is not None and count >= 2)
             ]
         changed = 0
         for table_id in candidates:
-            changed += await self._evaluate(table_id, grace)
+            changed += await self._evaluate(table_id)
         return changed
 
-    async def _evaluate(self, table_id: uuid.UUID, grace: dt.timedelta) -> int:
+    async def _evaluate(self, table_id: uuid.UUID) -> int:
         async with self._database.session() as session:
             table = await session.scalar(
                 select(Table).where(Table.id == table_id).with_for_update(skip_locked=True)
@@ -217,21 +259,26 @@ class PresenceSweeper:
                 return 0
             context = self._runtime.context(session)
             driver = TableDriver(context, table, _spec(table))
-            alive = set(driver.spec.alive_seats(driver.match))
-            seats = await driver.seats_by_engine_seat()
-            seen = await _last_seen(session, table.id)
             now = utcnow()
-            online = _online(alive, seats, seen, now, grace)
-            if table.frozen_at is None and len(alive) >= 2 and len(online) <= 1:
-                keeper = _keeper(alive, seats, seen, online)
+            attendance = await _attendance(session, driver, now, self._runtime.settings)
+            online = attendance.online
+            if table.frozen_at is None and attendance.deserted:
+                keeper = attendance.keeper()
                 table.frozen_at = now
                 table.frozen_keeper_seat = keeper
                 abandon_after_ms = int(table.options.get("abandon_after_ms", 600_000))
                 due = now + dt.timedelta(milliseconds=abandon_after_ms)
                 schedule_deadline(session, table.id, "abandon", abandon_token(now), due)
                 self._runtime.wake_at(due)
-                await driver.note({"type": "frozen", "keeper": keeper, "online": online})
-            elif table.frozen_at is not None and len(online) >= 2:
+                await driver.note(
+                    {
+                        "type": "frozen",
+                        "keeper": keeper,
+                        "online": online,
+                        "away": [seat for seat in online if seat not in attendance.playing],
+                    }
+                )
+            elif table.frozen_at is not None and not attendance.deserted:
                 await _thaw(driver, online)
             else:
                 return 0

@@ -355,12 +355,13 @@ GAME_UPDATED_COLUMNS = {
     "game.seats": ["engine_seat", "entry_transfer_id", "left_at", "refund_transfer_id"],
     "game.users": [],
     "game.access_tokens": ["revoked_at"],
-    "game.presence": ["last_seen_at"],
+    "game.presence": ["acted_at", "last_seen_at", "timeouts_in_a_row"],
     "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],
 }
-"""What the game service updates of its mutable tables (migration ``game_0008``): a match's
-live state, a seat's match seat, transfers and leaving, a token's revocation, presence and a
-deadline's handling; never a table's entry, fee snapshot or options, nor a seat's owner."""
+"""What the game service updates of its mutable tables (migrations ``game_0008``,
+``game_0010``): a match's live state, a seat's match seat, transfers and leaving, a token's
+revocation, presence and a deadline's handling; never a table's entry, fee snapshot or
+options, nor a seat's owner."""
 
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),

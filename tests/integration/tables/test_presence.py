@@ -164,3 +164,66 @@ async def test_an_eliminated_player_online_does_not_keep_the_table_running(clien
         assert frozen["timer"] is None
         notes = [e for e in await game.log(2) if e["log"] == "note"]
         assert notes[-1]["type"] == "frozen" and notes[-1]["keeper"] == 0
+
+
+# Timers short enough for a match played by its timers alone to reach every player's third
+# timeout in a row in a few seconds (round 4 of a 3-life match: the marra rounds).
+IDLE_TIMERS = {
+    "decision_timeout_ms": 300,
+    "turn_timeout_ms": 300,
+    "claim_window_ms": 10,
+    "abandon_after_ms": 3_000,
+}
+
+
+async def test_a_match_nobody_plays_freezes_and_the_last_player_to_act_wins(client, settings):
+    game = await start_game(
+        client, settings, players=2, dealer=0, options={"lives": 3, **IDLE_TIMERS}
+    )
+    online = {0, 1}
+    async with heartbeats(game, online):
+        # seat 1 plays once, then both players only keep their connection open: timeouts
+        # never close a hand, so without the freeze the marra rounds would never end
+        await game.decide(1, True)
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=20)
+        assert frozen["status"] == "running" and frozen["timer"] is None
+        notes = [e for e in await game.log(4) if e["log"] == "note"]
+        assert notes[-1] == {
+            "log": "note",
+            "type": "frozen",
+            "keeper": 1,  # acted last (a tie would go to seat 0)
+            "online": [0, 1],
+            "away": [0, 1],
+        }
+        finished = await game.wait(lambda v: v["status"] == "finished", seat=None, timeout_s=15)
+    result = finished["result"]
+    assert result["reason"] == "abandon"
+    assert result["winner_seat"] == 1 and result["winner_user_id"] == game.user(1)
+    assert await game.balances() == [500, 1_400]  # 2 x R$5.00 less 10 %: R$9.00
+
+
+async def test_a_player_who_acts_again_thaws_a_table_nobody_played(client, settings):
+    game = await start_game(
+        client,
+        settings,
+        players=2,
+        dealer=0,
+        options={"lives": 3, **IDLE_TIMERS, "abandon_after_ms": 60_000},
+    )
+    online = {0, 1}
+    async with heartbeats(game, online):
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=20)
+        round_ = frozen["game_view"]["round"]
+        seat = round_["turn"]
+        if round_["phase"] == "draw":
+            await game.act(seat, "draw_stock")
+        elif round_["phase"] == "discard":
+            await game.act(seat, "discard", card=(await game.game(seat))["hand"][0])
+        else:  # frozen in a 10 ms claim window: nobody can act, the test proves nothing
+            pytest.skip(f"frozen in phase {round_['phase']}")
+        thawed = await game.wait(lambda v: not v["frozen"], seat=None, timeout_s=6)
+        assert thawed["status"] == "running" and thawed["timer"] is not None
+        # the other player is still away, but one connected player plays: the table runs on
+        # (and freezes again when the player who came back stops too)
+        notes = [e for e in await game.log(round_["number"]) if e["log"] == "note"]
+        assert notes[-1] == {"log": "note", "type": "thawed", "online": [0, 1]}
