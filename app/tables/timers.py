@@ -57,15 +57,14 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         await driver.save()
         if current.seats:
             # the players this timer waited for did not act: one more timeout in a row each
+            # (row by row in the presence refresh's lock order, so that the two never deadlock)
             seats = await driver.seats_by_engine_seat()
-            await session.execute(
-                update(Presence)
-                .where(
-                    Presence.table_id == table.id,
-                    Presence.user_id.in_([seats[s].user_id for s in current.seats if s in seats]),
+            for user_id in sorted(seats[seat].user_id for seat in current.seats if seat in seats):
+                await session.execute(
+                    update(Presence)
+                    .where(Presence.table_id == table.id, Presence.user_id == user_id)
+                    .values(timeouts_in_a_row=Presence.timeouts_in_a_row + 1)
                 )
-                .values(timeouts_in_a_row=Presence.timeouts_in_a_row + 1)
-            )
         count_on_commit(session, metrics.TIMEOUTS.labels(current.kind))
         return True
 
