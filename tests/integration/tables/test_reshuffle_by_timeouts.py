@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_settings
 from tests.helpers import auth
 from tests.integration.tables.scenario import start_game
 
@@ -18,15 +17,9 @@ pytestmark = pytest.mark.asyncio
 
 
 @pytest.fixture
-def settings(database_url):
-    """The table tests' settings, with nobody ever away."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=3600,
-        scheduler_poll_interval_s=0.05,
-        away_after_timeouts=1_000,
-    )
+def settings(settings):
+    """The table tests' settings (``conftest.py``), with nobody ever away."""
+    return settings.model_copy(update={"away_after_timeouts": 1_000})
 
 
 async def test_an_exhausted_stock_is_reshuffled_from_the_rounds_stream(client, settings):
