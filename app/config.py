@@ -130,7 +130,14 @@ class Settings(BaseSettings):
     token_ttl_s: int = Field(default=12 * 3600, ge=60)
     """Lifetime of a bearer token."""
     login_max_failures: int = Field(default=5, ge=1)
-    """Failed logins for one username allowed within ``login_window_s`` before throttling."""
+    """Failed logins for one username from one client address allowed within
+    ``login_window_s`` before that address is throttled for that username."""
+    login_max_failures_per_account: int = Field(default=50, ge=1)
+    """Failed logins for one username from all addresses together allowed within the window
+    before the username is throttled everywhere (guessing spread over many addresses)."""
+    login_max_failures_per_address: int = Field(default=50, ge=1)
+    """Failed logins from one client address for all usernames together allowed within the
+    window before the address is throttled (one address trying many accounts)."""
     login_window_s: int = Field(default=15 * 60, ge=1)
     """Sliding window for counting failed logins."""
     password_min_length: int = Field(default=10, ge=8)

@@ -48,10 +48,13 @@ class AccessToken(GameBase):
 
 class LoginFailure(GameBase):
     """One failed login (recorded when the attempt starts, deleted by a success), counted by
-    username within the throttling window."""
+    username, by client address and by both within the throttling window."""
 
     __tablename__ = "login_failures"
-    __table_args__ = (Index("ix_login_failures_username_at", "username", "at"),)
+    __table_args__ = (
+        Index("ix_login_failures_username_at", "username", "at"),
+        Index("ix_login_failures_remote_address_at", "remote_address", "at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     username: Mapped[str] = mapped_column(String(64))

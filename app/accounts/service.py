@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.models import (
@@ -37,6 +37,7 @@ from app.errors import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.config import Settings
@@ -109,6 +110,13 @@ def normalize_username(username: str) -> str:
     return username.strip().lower()
 
 
+def _same_address(remote_address: str | None) -> ColumnElement[bool]:
+    """Failed logins from ``remote_address`` (from no known address when it is None)."""
+    if remote_address is None:
+        return LoginFailure.remote_address.is_(None)
+    return LoginFailure.remote_address == remote_address
+
+
 class AccountService:
     """Accounts operations on one database session; each public method commits."""
 
@@ -145,11 +153,20 @@ class AccountService:
         return user
 
     async def login(self, username: str, password: str, remote_address: str | None) -> IssuedToken:
-        """Check the password and issue a token; throttled per username.
+        """Check the password and issue a token; throttled per username and client address.
+
+        Three counts of failed logins within ``login_window_s`` throttle an attempt (429
+        ``login_throttled``): this username from this address (``login_max_failures``), this
+        username from every address (``login_max_failures_per_account``) and this address for
+        every username (``login_max_failures_per_address``; not counted when the address is
+        unknown).  So a stranger guessing at a player's password locks only their own
+        address out of that account, not the player, unless the guesses come from many
+        addresses.
 
         The attempt is recorded (and committed) as a failure before the password is checked,
-        and the count includes it: guesses sent all at once each see the others, so no more
-        than ``login_max_failures`` of them are checked. A success deletes the failures.
+        and the counts include it: guesses sent all at once each see the others, so no more
+        than ``login_max_failures`` of them are checked.  A success deletes the failures of
+        its username from its address only: the player's own mistakes, not a stranger's.
         """
         name = normalize_username(username)
         if remote_address is not None:
@@ -158,13 +175,7 @@ class AccountService:
         attempt = LoginFailure(username=name, remote_address=remote_address)
         self._session.add(attempt)
         await self._session.commit()
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
-        failures = await self._session.scalar(
-            select(func.count())
-            .select_from(LoginFailure)
-            .where(LoginFailure.username == name, LoginFailure.at > window_start)
-        )
-        if (failures or 0) > self._settings.login_max_failures:
+        if await self._throttled(name, remote_address):
             # a refused attempt is not a failure: it changes nothing
             await self._session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id))
             await self._session.commit()
@@ -179,10 +190,35 @@ class AccountService:
         matches = await _hashing(_check_password, password, stored, self._settings)
         if user is None or not matches:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
-        await self._session.execute(delete(LoginFailure).where(LoginFailure.username == name))
+        await self._session.execute(
+            delete(LoginFailure).where(LoginFailure.username == name, _same_address(remote_address))
+        )
         issued = self._new_token(user)
         await self._session.commit()
         return issued
+
+    async def _throttled(self, name: str, remote_address: str | None) -> bool:
+        """Whether a count of failed logins within the window (the attempt included) is over
+        its limit: username and address, username, address."""
+        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        same_name = LoginFailure.username == name
+        same_address = _same_address(remote_address)
+        counted = same_name if remote_address is None else or_(same_name, same_address)
+        pair, account, address = (
+            await self._session.execute(
+                select(
+                    func.count().filter(same_name, same_address),
+                    func.count().filter(same_name),
+                    func.count().filter(LoginFailure.remote_address == remote_address),
+                ).where(LoginFailure.at > window_start, counted)
+            )
+        ).one()
+        settings = self._settings
+        return (
+            pair > settings.login_max_failures
+            or account > settings.login_max_failures_per_account
+            or (remote_address is not None and address > settings.login_max_failures_per_address)
+        )
 
     def _new_token(self, user: User) -> IssuedToken:
         token = secrets.token_urlsafe(_TOKEN_BYTES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 import asyncpg
@@ -300,6 +301,109 @@ async def test_a_long_forwarded_client_address_does_not_break_a_failed_login(set
             headers={"X-Forwarded-For": "x" * 300},
         )
         assert_error(response, 401, "invalid_credentials")
+
+
+@contextlib.asynccontextmanager
+async def _behind_the_proxy(settings):
+    """Log in as through the deploy's nginx: uvicorn trusts the proxy on loopback and takes
+    the client address from X-Forwarded-For; ``send(address, username, password)``."""
+    app = create_app(settings)
+    transport = httpx.ASGITransport(
+        app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
+    )
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
+    ):
+
+        async def send(address: str, username: str, password: str) -> httpx.Response:
+            return await proxied.post(
+                "/auth/login",
+                json={"username": username, "password": password},
+                headers={"X-Forwarded-For": address},
+            )
+
+        yield send
+
+
+async def test_a_stranger_guessing_a_password_locks_out_only_their_own_address(settings):
+    await create_user(settings, "quim")
+    async with _behind_the_proxy(settings) as send:
+        for _ in range(settings.login_max_failures):
+            response = await send("203.0.113.9", "quim", "not-the-password")
+            assert_error(response, 401, "invalid_credentials")
+        assert_error(await send("203.0.113.9", "quim", DEFAULT_PASSWORD), 429, "login_throttled")
+        # the player, from their own address, still gets in ...
+        assert (await send("198.51.100.7", "quim", DEFAULT_PASSWORD)).status_code == 200
+        # ... and their success does not lift the stranger's throttle
+        assert_error(await send("203.0.113.9", "quim", DEFAULT_PASSWORD), 429, "login_throttled")
+
+
+async def test_a_successful_login_clears_the_failures_of_its_own_address(settings):
+    await create_user(settings, "rita")
+    async with _behind_the_proxy(settings) as send:
+        for _ in range(settings.login_max_failures - 1):
+            await send("198.51.100.7", "rita", "not-the-password")
+        assert (await send("198.51.100.7", "rita", DEFAULT_PASSWORD)).status_code == 200
+        for _ in range(settings.login_max_failures):
+            response = await send("198.51.100.7", "rita", "not-the-password")
+            assert_error(response, 401, "invalid_credentials")
+        assert_error(await send("198.51.100.7", "rita", DEFAULT_PASSWORD), 429, "login_throttled")
+
+
+async def test_guessing_spread_over_many_addresses_throttles_the_account(settings):
+    limited = settings.model_copy(update={"login_max_failures_per_account": 8})
+    await create_user(settings, "saulo")
+    await create_user(settings, "tania")
+    async with _behind_the_proxy(limited) as send:
+        for n in range(8):  # two guesses from each of four addresses
+            response = await send(f"203.0.113.{n // 2}", "saulo", "not-the-password")
+            assert_error(response, 401, "invalid_credentials")
+        # the ninth failure of the username, from an address that has none, is refused
+        assert_error(await send("198.51.100.7", "saulo", DEFAULT_PASSWORD), 429, "login_throttled")
+        # the limit is the account's: another player logs in from the same addresses
+        assert (await send("203.0.113.0", "tania", DEFAULT_PASSWORD)).status_code == 200
+
+
+async def test_one_address_trying_many_accounts_is_throttled(settings):
+    limited = settings.model_copy(update={"login_max_failures_per_address": 6})
+    await create_user(settings, "ugo")
+    async with _behind_the_proxy(limited) as send:
+        for n in range(6):
+            response = await send("203.0.113.9", f"someone{n}", "a guessed password")
+            assert_error(response, 401, "invalid_credentials")
+        assert_error(await send("203.0.113.9", "ugo", DEFAULT_PASSWORD), 429, "login_throttled")
+        # the same player from another address is not concerned
+        assert (await send("198.51.100.7", "ugo", DEFAULT_PASSWORD)).status_code == 200
+
+
+async def test_logins_from_an_unknown_address_are_throttled_per_username(settings):
+    from app.accounts.service import AccountService
+    from app.db import Database
+    from app.errors import AuthenticationError, RateLimitedError
+
+    await create_user(settings, "vera")
+    limited = settings.model_copy(update={"login_max_failures_per_address": 1})
+    database = Database.connect(settings.database_url, limited)
+    try:
+        async with database.session() as session:
+            accounts = AccountService(session, limited)
+            # no address: the per-address limit (1 here) does not apply to failures of
+            # different usernames ...
+            for n in range(3):
+                with pytest.raises(AuthenticationError):
+                    await accounts.login(f"nobody{n}", "a guessed password", None)
+            # ... but those of one username count as from one address
+            for _ in range(limited.login_max_failures):
+                with pytest.raises(AuthenticationError):
+                    await accounts.login("vera", "not-the-password", None)
+            with pytest.raises(RateLimitedError):
+                await accounts.login("vera", DEFAULT_PASSWORD, None)
+            # a known address is another one
+            issued = await accounts.login("vera", DEFAULT_PASSWORD, "198.51.100.7")
+            assert issued.user.username == "vera"
+    finally:
+        await database.dispose()
 
 
 async def test_revoke_tokens_counts_only_the_live_tokens(client, settings):
