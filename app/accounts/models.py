@@ -53,7 +53,7 @@ class LoginFailure(GameBase):
     __tablename__ = "login_failures"
     __table_args__ = (
         Index("ix_login_failures_username_at", "username", "at"),
-        Index("ix_login_failures_remote_address_at", "remote_address", "at"),
+        Index("ix_login_failures_client_key_at", "client_key", "at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
@@ -62,3 +62,5 @@ class LoginFailure(GameBase):
         DateTime(timezone=True), default=utcnow, server_default=text("now()")
     )
     remote_address: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
+    client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
+    """What failures are counted by: the address, or an IPv6 address's /64 network."""

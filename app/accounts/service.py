@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import functools
 import hashlib
+import ipaddress
 import os
 import re
 import secrets
@@ -110,11 +111,28 @@ def normalize_username(username: str) -> str:
     return username.strip().lower()
 
 
-def _same_address(remote_address: str | None) -> ColumnElement[bool]:
-    """Failed logins from ``remote_address`` (from no known address when it is None)."""
+def client_key(remote_address: str | None) -> str | None:
+    """What failed logins from ``remote_address`` are counted by: an IPv4 address; an IPv6
+    address's /64 network (a subscriber is given a whole /64 and could otherwise take a new
+    address for every guess); anything else as written."""
     if remote_address is None:
-        return LoginFailure.remote_address.is_(None)
-    return LoginFailure.remote_address == remote_address
+        return None
+    try:
+        address = ipaddress.ip_address(remote_address)
+        if isinstance(address, ipaddress.IPv6Address):
+            if address.ipv4_mapped is not None:
+                return str(address.ipv4_mapped)
+            return str(ipaddress.IPv6Network((address, 64), strict=False))
+    except ValueError:
+        return remote_address
+    return str(address)
+
+
+def _same_client(client: str | None) -> ColumnElement[bool]:
+    """Failed logins from ``client`` (from no known address when it is None)."""
+    if client is None:
+        return LoginFailure.client_key.is_(None)
+    return LoginFailure.client_key == client
 
 
 class AccountService:
@@ -159,9 +177,9 @@ class AccountService:
         ``login_throttled``): this username from this address (``login_max_failures``), this
         username from every address (``login_max_failures_per_account``) and this address for
         every username (``login_max_failures_per_address``; not counted when the address is
-        unknown).  So a stranger guessing at a player's password locks only their own
-        address out of that account, not the player, unless the guesses come from many
-        addresses.
+        unknown).  An IPv6 address counts as its /64 network (``client_key``).  So a stranger
+        guessing at a player's password locks only their own address out of that account, not
+        the player, unless the guesses come from many addresses.
 
         The attempt is recorded (and committed) as a failure before the password is checked,
         and the counts include it: guesses sent all at once each see the others, so no more
@@ -172,10 +190,11 @@ class AccountService:
         if remote_address is not None:
             # from X-Forwarded-For behind a proxy: whatever the client wrote
             remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
-        attempt = LoginFailure(username=name, remote_address=remote_address)
+        client = client_key(remote_address)
+        attempt = LoginFailure(username=name, remote_address=remote_address, client_key=client)
         self._session.add(attempt)
         await self._session.commit()
-        if await self._throttled(name, remote_address):
+        if await self._throttled(name, client):
             # a refused attempt is not a failure: it changes nothing
             await self._session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id))
             await self._session.commit()
@@ -191,25 +210,25 @@ class AccountService:
         if user is None or not matches:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         await self._session.execute(
-            delete(LoginFailure).where(LoginFailure.username == name, _same_address(remote_address))
+            delete(LoginFailure).where(LoginFailure.username == name, _same_client(client))
         )
         issued = self._new_token(user)
         await self._session.commit()
         return issued
 
-    async def _throttled(self, name: str, remote_address: str | None) -> bool:
+    async def _throttled(self, name: str, client: str | None) -> bool:
         """Whether a count of failed logins within the window (the attempt included) is over
-        its limit: username and address, username, address."""
+        its limit: username and client, username, client."""
         window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
         same_name = LoginFailure.username == name
-        same_address = _same_address(remote_address)
-        counted = same_name if remote_address is None else or_(same_name, same_address)
+        same_client = _same_client(client)
+        counted = same_name if client is None else or_(same_name, same_client)
         pair, account, address = (
             await self._session.execute(
                 select(
-                    func.count().filter(same_name, same_address),
+                    func.count().filter(same_name, same_client),
                     func.count().filter(same_name),
-                    func.count().filter(LoginFailure.remote_address == remote_address),
+                    func.count().filter(same_client),
                 ).where(LoginFailure.at > window_start, counted)
             )
         ).one()
@@ -217,7 +236,7 @@ class AccountService:
         return (
             pair > settings.login_max_failures
             or account > settings.login_max_failures_per_account
-            or (remote_address is not None and address > settings.login_max_failures_per_address)
+            or (client is not None and address > settings.login_max_failures_per_address)
         )
 
     def _new_token(self, user: User) -> IssuedToken:

@@ -351,6 +351,18 @@ async def test_a_successful_login_clears_the_failures_of_its_own_address(setting
         assert_error(await send("198.51.100.7", "rita", DEFAULT_PASSWORD), 429, "login_throttled")
 
 
+async def test_the_addresses_of_one_ipv6_network_count_as_one_client(settings):
+    # a subscriber is given a whole /64: a new address for every guess is still one client
+    await create_user(settings, "wania")
+    async with _behind_the_proxy(settings) as send:
+        for n in range(settings.login_max_failures):
+            response = await send(f"2001:db8:1:2::{n + 1:x}", "wania", "not-the-password")
+            assert_error(response, 401, "invalid_credentials")
+        response = await send("2001:DB8:1:2:ffff:ffff:ffff:ffff", "wania", DEFAULT_PASSWORD)
+        assert_error(response, 429, "login_throttled")
+        assert (await send("2001:db8:1:3::1", "wania", DEFAULT_PASSWORD)).status_code == 200
+
+
 async def test_guessing_spread_over_many_addresses_throttles_the_account(settings):
     limited = settings.model_copy(update={"login_max_failures_per_account": 8})
     await create_user(settings, "saulo")
