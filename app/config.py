@@ -135,9 +135,11 @@ class Settings(BaseSettings):
     login_max_failures_per_account: int = Field(default=50, ge=1)
     """Failed logins for one username from all addresses together allowed within the window
     before the username is throttled everywhere (guessing spread over many addresses)."""
-    login_max_failures_per_address: int = Field(default=50, ge=1)
+    login_max_failures_per_address: int = Field(default=100, ge=1)
     """Failed logins from one client address for all usernames together allowed within the
-    window before the address is throttled (one address trying many accounts)."""
+    window before the address is throttled (one address trying many accounts).  Higher than
+    the others: many players may share an address (a carrier's NAT); a player's success
+    clears their own failures from it."""
     login_window_s: int = Field(default=15 * 60, ge=1)
     """Sliding window for counting failed logins."""
     password_min_length: int = Field(default=10, ge=8)
