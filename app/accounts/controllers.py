@@ -10,7 +10,15 @@ from litestar.params import FromPath, JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from app.accounts.auth import PUBLIC_OPT_KEY, principal_of, requires_role
-from app.accounts.schemas import LoginRequest, SignupRequest, TokenRead, UserCreate, UserRead
+from app.accounts.schemas import (
+    LoginRequest,
+    PasswordChange,
+    PasswordChanged,
+    SignupRequest,
+    TokenRead,
+    UserCreate,
+    UserRead,
+)
 from app.accounts.service import AccountService
 from app.api.deps import AppSettings, DbSession
 
@@ -49,6 +57,22 @@ class AuthController(Controller):
         return TokenRead(
             token=issued.token, expires_at=issued.expires_at, user=UserRead.of(issued.user)
         )
+
+    @post("/password", operation_id="changePassword", status_code=HTTP_200_OK)
+    async def change_password(
+        self,
+        request: Request[Any, Any, Any],
+        data: JSONBody[PasswordChange],
+        db_session: DbSession,
+        settings: AppSettings,
+    ) -> PasswordChanged:
+        """Change the caller's password (the current one is required, and throttled as a
+        login); every other token of the caller is revoked."""
+        remote = request.client.host if request.client else None
+        revoked = await AccountService(db_session, settings).change_password(
+            principal_of(request), data.current_password, data.new_password, remote
+        )
+        return PasswordChanged(revoked_tokens=revoked)
 
     @post("/logout", operation_id="logout", status_code=HTTP_204_NO_CONTENT)
     async def logout(

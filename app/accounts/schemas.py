@@ -10,7 +10,15 @@ import msgspec
 
 from app.accounts.models import User
 
-__all__ = ("LoginRequest", "SignupRequest", "TokenRead", "UserCreate", "UserRead")
+__all__ = (
+    "LoginRequest",
+    "PasswordChange",
+    "PasswordChanged",
+    "SignupRequest",
+    "TokenRead",
+    "UserCreate",
+    "UserRead",
+)
 
 Username = Annotated[
     str,
@@ -45,6 +53,20 @@ class LoginRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     username: Username
     password: Password
+
+
+class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
+    """The caller's current password and the one replacing it."""
+
+    current_password: Password
+    new_password: NewPassword
+
+
+class PasswordChanged(msgspec.Struct):
+    """A changed password: the caller's other tokens no longer work."""
+
+    revoked_tokens: int
+    """How many of the caller's other live tokens were revoked."""
 
 
 class UserCreate(msgspec.Struct, forbid_unknown_fields=True):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
+import structlog
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -59,6 +60,8 @@ HASHING_THREADS = max(2, os.cpu_count() or 2)
 at the default cost, 1 GiB at the highest allowed) and a core; without a bound a flood of
 logins (unknown usernames included: they cost one scrypt too) would take one thread each of
 anyio's 40, and their memory.  Past the bound, logins queue."""
+
+logger = structlog.get_logger("raiz.accounts")
 
 _hashing_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter]
 _hashing_limiters = weakref.WeakKeyDictionary()
@@ -142,6 +145,15 @@ class AccountService:
         self._session = session
         self._settings = settings
 
+    def _check_new_password(self, password: str) -> None:
+        """``weak_password`` (400) unless ``password`` has an accepted length."""
+        if not self._settings.password_min_length <= len(password) <= _PASSWORD_MAX_LENGTH:
+            raise ValidationFailed(
+                f"Password must be {self._settings.password_min_length} to "
+                f"{_PASSWORD_MAX_LENGTH} characters.",
+                code="weak_password",
+            )
+
     async def create_user(self, username: str, password: str, role: str = "player") -> User:
         """Create a user; ``username_taken`` (409) if the name exists."""
         name = normalize_username(username)
@@ -150,12 +162,7 @@ class AccountService:
                 "Username must be 3-32 characters: lower-case letters, digits, '_', '.', '-'.",
                 code="invalid_username",
             )
-        if not self._settings.password_min_length <= len(password) <= _PASSWORD_MAX_LENGTH:
-            raise ValidationFailed(
-                f"Password must be {self._settings.password_min_length} to "
-                f"{_PASSWORD_MAX_LENGTH} characters.",
-                code="weak_password",
-            )
+        self._check_new_password(password)
         if role not in ROLES:
             raise ValidationFailed(f"Unknown role {role!r}.", code="invalid_role")
         digest = await _hashing(hash_password, password, self._settings.password_cost_log2)
@@ -187,6 +194,73 @@ class AccountService:
         its username from its address only: the player's own mistakes, not a stranger's.
         """
         name = normalize_username(username)
+        client = await self._attempt(name, remote_address)
+        user = await self._session.scalar(select(User).where(User.username == name))
+        stored = None if user is None else user.password_hash
+        matches = await _hashing(_check_password, password, stored, self._settings)
+        if user is None or not matches:
+            raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
+        await self._session.execute(
+            delete(LoginFailure).where(LoginFailure.username == name, _same_client(client))
+        )
+        issued = self._new_token(user)
+        await self._session.commit()
+        return issued
+
+    async def change_password(
+        self,
+        principal: Principal,
+        current_password: str,
+        new_password: str,
+        remote_address: str | None,
+    ) -> int:
+        """Replace the caller's password and revoke every other live token of theirs (a
+        leaked token or password stops working; the one of this request goes on); returns how
+        many tokens were revoked.
+
+        ``weak_password`` (400) for a new password of a refused length, before anything is
+        recorded; the current password is checked as a login is (``invalid_credentials``,
+        401, counted with the failed logins and throttled with them, ``login_throttled``), so
+        a stolen token cannot be turned into the account by guessing.  The user's row is
+        locked while the password is checked and replaced: two changes one after the other,
+        the second checked against the first's new password.
+        """
+        self._check_new_password(new_password)
+        client = await self._attempt(principal.username, remote_address)
+        user = await self._session.scalar(
+            select(User).where(User.id == principal.user_id).with_for_update()
+        )
+        stored = None if user is None else user.password_hash
+        matches = await _hashing(_check_password, current_password, stored, self._settings)
+        if user is None or not matches:
+            await self._session.rollback()
+            raise AuthenticationError("Wrong current password.", code="invalid_credentials")
+        user.password_hash = await _hashing(
+            hash_password, new_password, self._settings.password_cost_log2
+        )
+        others = [
+            AccessToken.user_id == user.id,
+            AccessToken.revoked_at.is_(None),
+            AccessToken.expires_at > utcnow(),
+        ]
+        if principal.token_id is not None:
+            others.append(AccessToken.id != principal.token_id)
+        revoked = await self._session.execute(
+            update(AccessToken).where(*others).values(revoked_at=utcnow())
+        )
+        await self._session.execute(
+            delete(LoginFailure).where(
+                LoginFailure.username == principal.username, _same_client(client)
+            )
+        )
+        await self._session.commit()
+        count = int(getattr(revoked, "rowcount", 0) or 0)
+        logger.info("password_changed", user_id=str(user.id), revoked_tokens=count)
+        return count
+
+    async def _attempt(self, name: str, remote_address: str | None) -> str | None:
+        """Record a password check of ``name`` as a failure (committed) and return its client
+        key; ``login_throttled`` (429, nothing recorded) when a count is over its limit."""
         if remote_address is not None:
             # from X-Forwarded-For behind a proxy: whatever the client wrote
             remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
@@ -204,17 +278,7 @@ class AccountService:
                 details={"retry_after_s": self._settings.login_window_s},
                 headers={"Retry-After": str(self._settings.login_window_s)},
             )
-        user = await self._session.scalar(select(User).where(User.username == name))
-        stored = None if user is None else user.password_hash
-        matches = await _hashing(_check_password, password, stored, self._settings)
-        if user is None or not matches:
-            raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
-        await self._session.execute(
-            delete(LoginFailure).where(LoginFailure.username == name, _same_client(client))
-        )
-        issued = self._new_token(user)
-        await self._session.commit()
-        return issued
+        return client
 
     async def _throttled(self, name: str, client: str | None) -> bool:
         """Whether a count of failed logins within the window (the attempt included) is over

@@ -436,3 +436,109 @@ async def test_revoke_tokens_counts_only_the_live_tokens(client, settings):
     assert response.status_code == 200
     assert response.json() == {"revoked": 1}
     assert_error(await client.get("/auth/me", headers=auth(live)), 401, "not_authenticated")
+
+
+async def test_a_player_changes_their_password_and_every_other_token_stops_working(
+    client, settings
+):
+    await create_user(settings, "xana")
+    other_device = await login(client, "xana")
+    this_device = await login(client, "xana")
+    new = "a brand new passphrase"
+    response = await client.post(
+        "/auth/password",
+        json={"current_password": DEFAULT_PASSWORD, "new_password": new},
+        headers=auth(this_device),
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"revoked_tokens": 1}
+    assert (await client.get("/auth/me", headers=auth(this_device))).status_code == 200
+    assert_error(await client.get("/auth/me", headers=auth(other_device)), 401, "not_authenticated")
+    old = {"username": "xana", "password": DEFAULT_PASSWORD}
+    assert_error(await client.post("/auth/login", json=old), 401, "invalid_credentials")
+    fresh = await client.post("/auth/login", json={"username": "xana", "password": new})
+    assert fresh.status_code == 200
+
+
+async def test_a_refused_password_change_changes_nothing(client, settings):
+    await create_user(settings, "yuri")
+    other_device = await login(client, "yuri")
+    token = await login(client, "yuri")
+    for body, status, code in (
+        ({"current_password": "not-the-password", "new_password": "x" * 12}, 401, None),
+        ({"current_password": DEFAULT_PASSWORD, "new_password": "short1234"}, 400, "weak_password"),
+        ({"current_password": DEFAULT_PASSWORD}, 400, "validation_error"),
+        ({"current_password": DEFAULT_PASSWORD, "new_password": "x" * 12, "role": "x"}, 400, None),
+    ):
+        response = await client.post("/auth/password", json=body, headers=auth(token))
+        assert_error(
+            response,
+            status,
+            code or ("invalid_credentials" if status == 401 else "validation_error"),
+        )
+    assert_error(
+        await client.post(
+            "/auth/password", json={"current_password": DEFAULT_PASSWORD, "new_password": "x" * 12}
+        ),
+        401,
+        "not_authenticated",
+    )
+    # the password, and every token, are as they were
+    assert (await client.get("/auth/me", headers=auth(other_device))).status_code == 200
+    await login(client, "yuri")
+
+
+async def test_guessing_the_current_password_with_a_stolen_token_is_throttled(client, settings):
+    await create_user(settings, "zeca")
+    stolen = await login(client, "zeca")
+    for n in range(settings.login_max_failures):
+        response = await client.post(
+            "/auth/password",
+            json={"current_password": f"guess-number-{n}", "new_password": "x" * 12},
+            headers=auth(stolen),
+        )
+        assert_error(response, 401, "invalid_credentials")
+    # the guesses count as failed logins of the username from that address
+    response = await client.post(
+        "/auth/password",
+        json={"current_password": DEFAULT_PASSWORD, "new_password": "x" * 12},
+        headers=auth(stolen),
+    )
+    assert_error(response, 429, "login_throttled")
+    right = {"username": "zeca", "password": DEFAULT_PASSWORD}
+    assert_error(await client.post("/auth/login", json=right), 429, "login_throttled")
+
+
+async def test_two_password_changes_at_once_leave_exactly_one_of_them(
+    client, settings, monkeypatch
+):
+    # each checks the current password with the user's row locked: the second to get the
+    # lock finds the password changed under it and is refused (the check is slowed down so
+    # that both would otherwise pass it against the old password)
+    import time
+
+    from app.accounts import service
+
+    real_check = service._check_password
+
+    def slow_check(*args):
+        time.sleep(0.3)
+        return real_check(*args)
+
+    monkeypatch.setattr(service, "_check_password", slow_check)
+    await create_user(settings, "aldo")
+    token = await login(client, "aldo")
+    changes = [
+        (
+            "/auth/password",
+            {"current_password": DEFAULT_PASSWORD, "new_password": f"new passphrase {n}"},
+            token,
+        )
+        for n in range(2)
+    ]
+    responses = await concurrently(client, changes)
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [200, 401], [response.text for response in responses]
+    winner = next(n for n, response in enumerate(responses) if response.status_code == 200)
+    body = {"username": "aldo", "password": f"new passphrase {winner}"}
+    assert (await client.post("/auth/login", json=body)).status_code == 200

@@ -35,6 +35,7 @@ ACCESS: dict[tuple[str, str], str | frozenset[str]] = {
     ("POST", "/auth/signup"): PUBLIC,
     ("POST", "/auth/login"): PUBLIC,
     ("POST", "/auth/logout"): SIGNED_IN,
+    ("POST", "/auth/password"): SIGNED_IN,
     ("GET", "/auth/me"): SIGNED_IN,
     ("GET", "/admin/users"): OPERATOR,
     ("POST", "/admin/users"): OPERATOR,
