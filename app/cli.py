@@ -359,6 +359,34 @@ def users_create(username: str, password: str, role: str) -> None:
     click.echo(user_id)
 
 
+@users.command("set-password")
+@click.option("--username", required=True)
+@click.option(
+    "--password",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    envvar="RAIZ_NEW_USER_PASSWORD",
+    help="Prompted for when omitted (or read from RAIZ_NEW_USER_PASSWORD).",
+)
+def users_set_password(username: str, password: str) -> None:
+    """Give a user a new password and revoke every token of theirs (a player who lost their
+    password, once who they are has been checked); prints how many tokens were revoked."""
+    from app.accounts.service import AccountService
+    from app.errors import AppError
+
+    async def work(database: Database, settings: Settings) -> int:
+        async with database.session() as session:
+            return await AccountService(session, settings).set_password(username, password)
+
+    try:
+        revoked = run_with_database(work)
+    except AppError as exc:
+        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+        sys.exit(2)
+    click.echo(f"password set; {revoked} token(s) revoked")
+
+
 @main.group("ledger")
 def ledger_group() -> None:
     """Wallet ledger audits."""

@@ -258,6 +258,36 @@ class AccountService:
         logger.info("password_changed", user_id=str(user.id), revoked_tokens=count)
         return count
 
+    async def set_password(self, username: str, new_password: str) -> int:
+        """Give ``username`` a new password without the current one (``raiz users
+        set-password``: an operator restoring a player's access after checking who they are
+        elsewhere) and revoke every live token of theirs; returns how many were revoked.
+        ``weak_password`` (400), ``user_not_found`` (404)."""
+        self._check_new_password(new_password)
+        name = normalize_username(username)
+        user = await self._session.scalar(
+            select(User).where(User.username == name).with_for_update()
+        )
+        if user is None:
+            raise NotFoundError("No such user.", code="user_not_found", details={"username": name})
+        user.password_hash = await _hashing(
+            hash_password, new_password, self._settings.password_cost_log2
+        )
+        revoked = await self._session.execute(
+            update(AccessToken)
+            .where(
+                AccessToken.user_id == user.id,
+                AccessToken.revoked_at.is_(None),
+                AccessToken.expires_at > utcnow(),
+            )
+            .values(revoked_at=utcnow())
+        )
+        await self._session.execute(delete(LoginFailure).where(LoginFailure.username == name))
+        await self._session.commit()
+        count = int(getattr(revoked, "rowcount", 0) or 0)
+        logger.info("password_set", user_id=str(user.id), revoked_tokens=count)
+        return count
+
     async def _attempt(self, name: str, remote_address: str | None) -> str | None:
         """Record a password check of ``name`` as a failure (committed) and return its client
         key; ``login_throttled`` (429, nothing recorded) when a count is over its limit."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 
@@ -542,3 +543,30 @@ async def test_two_password_changes_at_once_leave_exactly_one_of_them(
     winner = next(n for n, response in enumerate(responses) if response.status_code == 200)
     body = {"username": "aldo", "password": f"new passphrase {winner}"}
     assert (await client.post("/auth/login", json=body)).status_code == 200
+
+
+async def test_an_operator_sets_a_lost_password_from_the_command_line(client, settings, cli):
+    from app.cli import main
+
+    await create_user(settings, "bia")
+    token = await login(client, "bia")
+
+    async def raiz(*arguments: str):
+        return await asyncio.to_thread(cli.invoke, main, ["users", *arguments])
+
+    result = await raiz("set-password", "--username", "BIA", "--password", "a new passphrase")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1] == "password set; 1 token(s) revoked"
+    assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
+    old = {"username": "bia", "password": DEFAULT_PASSWORD}
+    assert_error(await client.post("/auth/login", json=old), 401, "invalid_credentials")
+    await login(client, "bia", "a new passphrase")
+    # refusals change nothing
+    for arguments, code in (
+        (("--username", "bia", "--password", "short"), "weak_password"),
+        (("--username", "nobody", "--password", "long enough passphrase"), "user_not_found"),
+    ):
+        result = await raiz("set-password", *arguments)
+        assert result.exit_code == 2, result.output
+        assert f"error: {code}:" in result.output
+    await login(client, "bia", "a new passphrase")

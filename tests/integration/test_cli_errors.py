@@ -25,6 +25,7 @@ DATABASE_COMMANDS = [
     ["audit", "verify-all"],
     ["audit", "checkpoint"],
     ["users", "create", "--username", "boss", "--role", "operator", "--password", "x" * 12],
+    ["users", "set-password", "--username", "boss", "--password", "x" * 12],
     ["serve", "--port", "1"],
 ]
 
@@ -216,6 +217,7 @@ def test_a_database_migrated_by_a_newer_release_is_one_line_and_exit_3(cli, data
         ["deadlines", "failed"],
         ["audit", "verify-all"],
         ["users", "create", "--username", "boss", "--role", "operator", "--password", "x" * 12],
+        ["users", "set-password", "--username", "boss", "--password", "x" * 12],
     ],
     ids=" ".join,
 )
