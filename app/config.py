@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     payment_webhook_secret: str = DEV_PAYMENT_WEBHOOK_SECRET
     """Shared secret of the payment provider's webhook signatures."""
 
+    max_open_tables_per_player: int = Field(default=10, ge=1, le=1_000)
+    """Tables a player may have created that still wait for players (operators are not
+    limited): every table opens an escrow account the ledger keeps for good, and fills the
+    lobby."""
+
     allow_fixed_decks: bool = False
     """Test-only: lets tests inject fixed deck orders. Refused in production."""
     allow_timer_overrides: bool = False

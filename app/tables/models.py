@@ -57,6 +57,7 @@ class Table(GameBase):
         CheckConstraint("entry_cents >= 0", name="entry_cents"),
         CheckConstraint("seat_count BETWEEN 2 AND 10", name="seat_count"),
         Index("ix_tables_status_created", "status", "created_at"),
+        Index("ix_tables_open_by_creator", "creator_id", postgresql_where=text("status = 'open'")),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)

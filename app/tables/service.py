@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 
 from app.db.base import utcnow
@@ -51,6 +51,9 @@ MAX_ENTRY_CENTS = 100_000_000
 """R$ 1,000,000.00: no table takes a larger entry (typo guard)."""
 MIN_FILL_DEADLINE_S = 10
 MAX_FILL_DEADLINE_S = 7 * 24 * 3600
+OPEN_TABLES_LOCK_SPACE = 0x72617A74
+"""First key of the two-key ``pg_advisory_xact_lock`` serializing one player's table
+creations ("razt"; the second key is a hash of the player's id)."""
 
 
 def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
@@ -167,6 +170,8 @@ class TableService:
                 code="invalid_fill_deadline",
                 details={"fill_deadline_s": fill_deadline_s},
             )
+        if creator.role == "player":
+            await self._require_open_table_allowance(creator)
         rate = await current_fee_rate(self._session)
         now = utcnow()
         options_dict = resolved.to_dict()
@@ -196,6 +201,29 @@ class TableService:
 
         schedule_deadline(self._session, table.id, "fill", "fill", table.fill_deadline_at)
         return table
+
+    async def _require_open_table_allowance(self, creator: Principal) -> None:
+        """``too_many_open_tables`` (409) when the player already has
+        ``max_open_tables_per_player`` tables waiting for players.  The player's creations are
+        serialized (a transaction-level advisory lock on their id, held until the new table
+        is committed), so concurrent requests cannot all pass the count."""
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
+            {"space": OPEN_TABLES_LOCK_SPACE, "user": str(creator.user_id)},
+        )
+        limit = self._context.settings.max_open_tables_per_player
+        waiting = await self._session.scalar(
+            select(func.count())
+            .select_from(Table)
+            .where(Table.creator_id == creator.user_id, Table.status == "open")
+        )
+        if (waiting or 0) >= limit:
+            raise ConflictError(
+                f"You already have {waiting} tables waiting for players (at most {limit}); "
+                "start, fill or cancel one first.",
+                code="too_many_open_tables",
+                details={"open": waiting, "limit": limit},
+            )
 
     # --- seats -------------------------------------------------------------------------------
     async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
