@@ -325,9 +325,7 @@ def users() -> None:
     """User administration."""
 
 
-@users.command("create")
-@click.option("--username", required=True)
-@click.option(
+NEW_PASSWORD = click.option(
     "--password",
     prompt=True,
     hide_input=True,
@@ -335,6 +333,12 @@ def users() -> None:
     envvar="RAIZ_NEW_USER_PASSWORD",
     help="Prompted for when omitted (or read from RAIZ_NEW_USER_PASSWORD).",
 )
+"""A new user's password, or a new password (never on the command line if avoidable)."""
+
+
+@users.command("create")
+@click.option("--username", required=True)
+@NEW_PASSWORD
 @click.option(
     "--role",
     type=click.Choice(["player", "compliance", "operator"]),
@@ -361,14 +365,7 @@ def users_create(username: str, password: str, role: str) -> None:
 
 @users.command("set-password")
 @click.option("--username", required=True)
-@click.option(
-    "--password",
-    prompt=True,
-    hide_input=True,
-    confirmation_prompt=True,
-    envvar="RAIZ_NEW_USER_PASSWORD",
-    help="Prompted for when omitted (or read from RAIZ_NEW_USER_PASSWORD).",
-)
+@NEW_PASSWORD
 def users_set_password(username: str, password: str) -> None:
     """Give a user a new password and revoke every token of theirs (a player who lost their
     password, once who they are has been checked); prints how many tokens were revoked."""
