@@ -182,6 +182,21 @@ def was_load_shed(scope: Scope) -> bool:
     return bool(scope.get("state", {}).get(_LOAD_SHED_KEY, False))
 
 
+_ON_PURPOSE_KEY = "raiz_5xx_on_purpose"
+
+
+def answer_5xx_on_purpose(request: Request[Any, Any, Any]) -> None:
+    """Mark the request as answered with a 5xx by design, not by a fault of the code (a
+    readiness probe saying "not ready"): the request metrics leave it out of the server
+    errors, which the 5xx alerts count as bugs."""
+    request.scope["state"][_ON_PURPOSE_KEY] = True
+
+
+def answered_5xx_on_purpose(scope: Scope) -> bool:
+    """Whether :func:`answer_5xx_on_purpose` marked the request of ``scope``."""
+    return bool(scope.get("state", {}).get(_ON_PURPOSE_KEY, False))
+
+
 BUSY_RETRY_AFTER_S = 1
 """``Retry-After`` of a 503 ``service_busy``."""
 

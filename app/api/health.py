@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from litestar import Controller, MediaType, Response, get
+from litestar import Controller, MediaType, Request, Response, get
 from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from app.accounts.auth import PUBLIC_OPT_KEY
 from app.db.migrate import SchemaRevisions, schema_status
+from app.errors import answer_5xx_on_purpose
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -60,10 +61,13 @@ class HealthController(Controller):
         operation_id="healthReady",
         responses={503: ResponseSpec(data_container=dict[str, str], description="Not ready")},
     )
-    async def ready(self, state: State) -> Response[dict[str, Any]]:
+    async def ready(
+        self, request: Request[Any, Any, Any], state: State
+    ) -> Response[dict[str, Any]]:
         """The process can serve requests: the database answers and records every migration
         this code needs (``schema``: ``ok``, or ``newer`` when a newer release migrated it;
-        503 with ``missing`` or ``outdated`` otherwise)."""
+        503 with ``missing`` or ``outdated`` otherwise).  The 503 is the probe doing its job,
+        not a server error: the request metrics do not count it as one."""
         revisions: SchemaRevisions = state.schema_revisions  # read once, at start-up
         try:
             async with state.database.engine.connect() as connection:
@@ -71,6 +75,7 @@ class HealthController(Controller):
         except Exception as exc:
             # the probe is public: why the database failed goes to the log, not to the caller
             logger.warning("database_unavailable", error=type(exc).__name__, detail=str(exc))
+            answer_5xx_on_purpose(request)
             return _answer(ready=False, database="unavailable")
         schema = schema_status(recorded, revisions)
         if schema not in READY_SCHEMAS:
@@ -81,5 +86,6 @@ class HealthController(Controller):
                 recorded=sorted(recorded),
                 hint="apply the migrations: raiz db upgrade",
             )
+            answer_5xx_on_purpose(request)
             return _answer(ready=False, database="ok", schema=schema)
         return _answer(ready=True, database="ok", schema=schema)

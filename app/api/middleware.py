@@ -15,7 +15,7 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusMiddleware
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from prometheus_client import Counter
 
-from app.errors import was_load_shed
+from app.errors import answered_5xx_on_purpose, was_load_shed
 
 if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -81,7 +81,9 @@ class HttpMetricsMiddleware(PrometheusMiddleware):
     A request refused with 503 ``service_busy`` (the database pool stayed exhausted; nothing
     was done, the client retries) is counted in ``<prefix>_requests_shed_total``, not in
     ``<prefix>_requests_error_total``: the error counter, which the 5xx alerts use, counts
-    bugs only.  ``<prefix>_requests_total`` keeps every answer with its status code.
+    bugs only; nor is a 5xx a handler gives on purpose (``answer_5xx_on_purpose``: the
+    readiness probe's 503 "not ready", which is the probe working).
+    ``<prefix>_requests_total`` keeps every answer with its status code.
     Litestar's own ``__call__`` counts every status >= 500 as an error, hence this one.  The
     counters are registered at the first request, so their families are exported before the
     first error.  (Exemplars and excluded HTTP methods are not supported.)
@@ -124,7 +126,9 @@ class HttpMetricsMiddleware(PrometheusMiddleware):
             values = [*labels.values()]
             if was_load_shed(scope):
                 shed.labels(*values).inc()
-            elif span["status_code"] >= HTTP_500_INTERNAL_SERVER_ERROR:
+            elif span["status_code"] >= HTTP_500_INTERNAL_SERVER_ERROR and not (
+                answered_5xx_on_purpose(scope)
+            ):
                 errors.labels(*values).inc()
             self.request_count(labels).labels(*values).inc()
             self.request_time(labels).labels(*values).observe(span["duration"])

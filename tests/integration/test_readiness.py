@@ -12,6 +12,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
+from prometheus_client import REGISTRY
 
 from app.db.migrate import alembic_config, schema_revisions, upgrade
 from app.main import create_app
@@ -52,11 +53,19 @@ async def test_a_migrated_database_is_ready(client):
     assert response.json() == READY
 
 
+def _ready_count(kind: str) -> float:
+    labels = {"app_name": "raiz", "method": "GET", "path": "/health/ready", "status_code": "503"}
+    return REGISTRY.get_sample_value(f"raiz_http_requests{kind}_total", labels) or 0.0
+
+
 async def test_a_database_never_migrated_is_not_ready(empty_database, capfd):
     capfd.readouterr()
+    before = {kind: _ready_count(kind) for kind in ("", "_error")}
     async with AsyncTestClient(app=_app(empty_database)) as client:
         response = await client.get("/health/ready")
     assert response.status_code == 503
+    # "not ready" is the probe working, not a server error (the 5xx alerts count those)
+    assert {kind: _ready_count(kind) - before[kind] for kind in before} == {"": 1, "_error": 0}
     assert response.json() == {"status": "unavailable", "database": "ok", "schema": "missing"}
     [logged] = _logged(capfd, "schema_not_ready")
     assert logged["schema"] == "missing" and logged["recorded"] == []

@@ -1,17 +1,18 @@
-"""The HTTP request metrics tell load shedding (503 ``service_busy``) from server errors:
-only bugs count in ``<prefix>_requests_error_total``, which the 5xx alerts use."""
+"""The HTTP request metrics tell load shedding (503 ``service_busy``) and a 5xx given on
+purpose (a readiness probe's "not ready") from server errors: only bugs count in
+``<prefix>_requests_error_total``, which the 5xx alerts use."""
 
 from __future__ import annotations
 
 import pytest
-from litestar import Litestar, get
+from litestar import Litestar, Request, Response, get
 from litestar.plugins.prometheus import PrometheusConfig
 from litestar.testing import TestClient
 from prometheus_client import REGISTRY, generate_latest
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from app.api.middleware import HttpMetricsMiddleware
-from app.errors import exception_handlers
+from app.errors import answer_5xx_on_purpose, exception_handlers
 
 PREFIX = "unit_http"
 """Not ``raiz_``: the service's metrics reference lists exactly the ``raiz_`` metrics."""
@@ -32,12 +33,18 @@ def bug() -> str:
     raise RuntimeError("a bug")
 
 
+@get("/not-ready", sync_to_thread=False)
+def not_ready(request: Request) -> Response[str]:
+    answer_5xx_on_purpose(request)
+    return Response("not ready", status_code=503)
+
+
 def _app() -> Litestar:
     config = PrometheusConfig(
         app_name="unit", prefix=PREFIX, group_path=True, middleware_class=HttpMetricsMiddleware
     )
     return Litestar(
-        route_handlers=[ok, busy, bug],
+        route_handlers=[ok, busy, bug, not_ready],
         middleware=[config.middleware],
         exception_handlers=exception_handlers(),
     )
@@ -78,3 +85,15 @@ def test_the_middleware_refuses_options_it_does_not_support():
     )
     with pytest.raises(ImproperlyConfiguredException):
         HttpMetricsMiddleware(ok, config)
+
+
+def test_a_5xx_given_on_purpose_is_not_a_server_error():
+    before = {kind: _count(kind, "/not-ready", 503) for kind in ("", "_shed", "_error")}
+    with TestClient(app=_app()) as client:
+        assert client.get("/not-ready").status_code == 503
+    after = {kind: _count(kind, "/not-ready", 503) for kind in ("", "_shed", "_error")}
+    assert {kind: after[kind] - before[kind] for kind in before} == {
+        "": 1,
+        "_shed": 0,
+        "_error": 0,
+    }
