@@ -106,9 +106,22 @@ class AdminUsersController(Controller):
         settings: AppSettings,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
         offset: Annotated[int, Parameter(ge=0, le=10_000_000)] = 0,
+        after: Annotated[
+            uuid.UUID | None,
+            Parameter(
+                description=(
+                    "The last user of the previous page: this page starts after it (keyset "
+                    "pagination; stable while users sign up, unlike offset, which is applied "
+                    "after it)."
+                )
+            ),
+        ] = None,
     ) -> list[UserRead]:
-        """Users, oldest first."""
-        users = await AccountService(db_session, settings).list_users(limit=limit, offset=offset)
+        """Users, oldest first; ``after`` (a user id, the last one of the previous page)
+        pages on."""
+        users = await AccountService(db_session, settings).list_users(
+            limit=limit, offset=offset, after=after
+        )
         return [UserRead.of(user) for user in users]
 
     @post("/", operation_id="createUser", status_code=HTTP_201_CREATED)

@@ -30,6 +30,7 @@ from app.accounts.models import (
 )
 from app.accounts.passwords import hash_password, verify_password
 from app.db.base import utcnow
+from app.db.paging import CreationOrder
 from app.errors import (
     AuthenticationError,
     ConflictError,
@@ -82,6 +83,8 @@ USERNAME_PATTERN = r"^[a-z0-9_][a-z0-9_.-]{2,31}$"
 _USERNAME_RE = re.compile(USERNAME_PATTERN)
 _PASSWORD_MAX_LENGTH = 128
 _TOKEN_BYTES = 32
+OLDEST_FIRST = CreationOrder(User.created_at, User.id, newest_first=False)
+"""The order of user listings: earliest created first, ties by id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,12 +404,22 @@ class AccountService:
             raise NotFoundError("No such user.", code="user_not_found")
         return user
 
-    async def list_users(self, *, limit: int, offset: int) -> list[User]:
-        """Users by creation time."""
-        rows = await self._session.scalars(
-            select(User).order_by(User.created_at, User.id).limit(limit).offset(offset)
-        )
-        return list(rows)
+    async def list_users(
+        self, *, limit: int, offset: int = 0, after: uuid.UUID | None = None
+    ) -> list[User]:
+        """Users, oldest first; after the user ``after`` in that order when given
+        (``user_not_found`` if there is no such user)."""
+        query = select(User).order_by(*OLDEST_FIRST.order_by()).limit(limit).offset(offset)
+        if after is not None:
+            created_at = await self._session.scalar(select(User.created_at).where(User.id == after))
+            if created_at is None:
+                raise NotFoundError(
+                    "No user with this id to page from.",
+                    code="user_not_found",
+                    details={"after": str(after)},
+                )
+            query = query.where(OLDEST_FIRST.after(created_at, after))
+        return list(await self._session.scalars(query))
 
 
 def _check_password(password: str, stored: str | None, settings: Settings) -> bool:

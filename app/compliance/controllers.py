@@ -262,13 +262,31 @@ class AuditController(Controller):
 
     @get("/checkpoints", operation_id="listCheckpoints")
     async def checkpoints(
-        self, db_session: DbSession, limit: Limit = 20, offset: Offset = 0
+        self,
+        db_session: DbSession,
+        limit: Limit = 20,
+        offset: Offset = 0,
+        before: Annotated[
+            int | None,
+            QueryParameter(
+                ge=1,
+                le=2**62,
+                description=(
+                    "The id of the last checkpoint of the previous page: this page lists "
+                    "those with a smaller id (keyset pagination; stable while checkpoints "
+                    "are signed, unlike offset, which is applied after it).  Any id is a "
+                    "bound, one that names no checkpoint included."
+                ),
+            ),
+        ] = None,
     ) -> list[dict[str, Any]]:
-        """Signed tree heads, newest first."""
-        rows = await db_session.scalars(
-            select(Checkpoint).order_by(Checkpoint.id.desc()).limit(limit).offset(offset)
-        )
-        return [checkpoint_dict(row) for row in rows]
+        """Signed tree heads, newest first; ``before`` (the last ``id`` of the previous page)
+        pages back.  Ids only grow, so ``id < before`` is the rest of the list whether or
+        not ``before`` names a checkpoint: an id that names none is not a 404."""
+        query = select(Checkpoint).order_by(Checkpoint.id.desc()).limit(limit).offset(offset)
+        if before is not None:
+            query = query.where(Checkpoint.id < before)
+        return [checkpoint_dict(row) for row in await db_session.scalars(query)]
 
 
 class PlayerHandsController(Controller):

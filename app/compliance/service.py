@@ -11,11 +11,12 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 
 from app.compliance.bundle import BundleReport, bundle_keys, verify_bundle
 from app.compliance.checkpoints import inclusion_proofs
 from app.compliance.loader import load_bundles
+from app.db.paging import CreationOrder
 from app.errors import ConflictError, NotFoundError
 from app.games.errors import GameError
 from app.tables.hosting import GAMES
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ("NOT_DEALT", "ComplianceService", "allow_fixed_streams")
 
-NEWEST_FIRST = (Round.created_at.desc(), Round.id)
+NEWEST_FIRST = CreationOrder(Round.created_at, Round.id, newest_first=True)
 """The order of round listings: latest start first, ties by id."""
 
 NOT_DEALT = "not_dealt"
@@ -71,10 +72,7 @@ class ComplianceService:
                 code="round_not_found",
                 details={"before": str(round_id)},
             )
-        return and_(
-            Round.created_at <= started,
-            or_(Round.created_at < started, Round.id > round_id),
-        )
+        return NEWEST_FIRST.after(started, round_id)
 
     async def bundle(self, round_id: uuid.UUID) -> dict[str, Any]:
         """The dispute bundle of a finished round's table, with inclusion proofs."""
@@ -161,7 +159,7 @@ class ComplianceService:
             select(Round, RoundResult, Table.preset)
             .join(Table, Table.id == Round.table_id)
             .outerjoin(RoundResult, RoundResult.round_id == Round.id)
-            .order_by(*NEWEST_FIRST)
+            .order_by(*NEWEST_FIRST.order_by())
             .limit(limit)
             .offset(offset)
         )
@@ -286,7 +284,7 @@ class ComplianceService:
             .join(RoundResult, RoundResult.round_id == Round.id)
             .where(Seat.user_id == user_id, Seat.engine_seat.is_not(None))
         )
-        page = query.order_by(*NEWEST_FIRST).limit(limit).offset(offset)
+        page = query.order_by(*NEWEST_FIRST.order_by()).limit(limit).offset(offset)
         if before is not None:
             anchor = query.where(Round.id == before).with_only_columns(Round.created_at)
             page = page.where(await self._after(anchor, before))

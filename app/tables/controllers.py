@@ -67,6 +67,7 @@ class TableController(Controller):
     @get("/", operation_id="listTables")
     async def list_tables(
         self,
+        *,
         request: AnyRequest,
         db_session: DbSession,
         status: Annotated[
@@ -76,10 +77,21 @@ class TableController(Controller):
         ] = None,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=1_000_000)] = 0,
+        before: Annotated[
+            uuid.UUID | None,
+            Parameter(
+                description=(
+                    "The last table of the previous page: this page starts after it (keyset "
+                    "pagination; stable while tables are created, unlike offset, which is "
+                    "applied after it)."
+                )
+            ),
+        ] = None,
     ) -> list[dict[str, Any]]:
-        """Tables with entry, pool so far and net prize at each table's fee snapshot."""
+        """Tables with entry, pool so far and net prize at each table's fee snapshot, newest
+        first; ``before`` (a table id, the last one of the previous page) pages on."""
         rows = await _service(request, db_session).list_tables(
-            status=status, limit=limit, offset=offset
+            status=status, limit=limit, offset=offset, before=before
         )
         return [table_summary(table, seated) for table, seated in rows]
 

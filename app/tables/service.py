@@ -18,6 +18,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 
 from app.db.base import utcnow
+from app.db.paging import CreationOrder
 from app.errors import (
     ConflictError,
     ForbiddenError,
@@ -54,6 +55,8 @@ MAX_FILL_DEADLINE_S = 7 * 24 * 3600
 OPEN_TABLES_LOCK_SPACE = 0x72617A74
 """First key of the two-key ``pg_advisory_xact_lock`` serializing one player's table
 creations ("razt"; the second key is a hash of the player's id)."""
+LOBBY_ORDER = CreationOrder(Table.created_at, Table.id, newest_first=True)
+"""The order of table listings: latest created first, ties by id."""
 
 
 def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
@@ -95,15 +98,33 @@ class TableService:
         return list(rows)
 
     async def list_tables(
-        self, *, status: str | None, limit: int, offset: int
+        self,
+        *,
+        status: str | None,
+        limit: int,
+        offset: int = 0,
+        before: uuid.UUID | None = None,
     ) -> list[tuple[Table, int]]:
-        """Tables (newest first) with their occupied-seat counts."""
+        """Tables (newest first) with their occupied-seat counts; after the table ``before``
+        in that order when given (``table_not_found`` if there is no such table).  The
+        anchor is looked up by id alone, whatever ``status`` asks for: a table's place in
+        the order never changes, while its status does (the last open table of a page may
+        be running by the next one, and the next page still starts after it)."""
         page = select(Table.id, Table.created_at)
         if status is not None:
             page = page.where(Table.status == status)
-        chosen = (
-            page.order_by(Table.created_at.desc(), Table.id).limit(limit).offset(offset).subquery()
-        )
+        if before is not None:
+            created_at = await self._session.scalar(
+                select(Table.created_at).where(Table.id == before)
+            )
+            if created_at is None:
+                raise NotFoundError(
+                    "No table with this id to page from.",
+                    code="table_not_found",
+                    details={"before": str(before)},
+                )
+            page = page.where(LOBBY_ORDER.after(created_at, before))
+        chosen = page.order_by(*LOBBY_ORDER.order_by()).limit(limit).offset(offset).subquery()
         # Seats are counted for the page's tables only (``ix_seats_table_id``): grouping every
         # seat ever taken made each listing read the whole seats table.
         seated = (

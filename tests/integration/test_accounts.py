@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import uuid
 
 import asyncpg
 import httpx
@@ -138,6 +139,58 @@ async def test_only_operators_pass_the_operator_guard(client, settings, role, st
     else:
         assert response.status_code == 200
         assert {user["username"] for user in response.json()} == {f"user_{role}"}
+
+
+async def _users_page(client, token: str, query: str) -> list[str]:
+    response = await client.get(f"/admin/users{query}", headers=auth(token))
+    assert response.status_code == 200, response.text
+    return [user["id"] for user in response.json()]
+
+
+async def test_operator_pages_users_after_a_user_while_users_sign_up(client, settings):
+    user_ids = [await create_user(settings, "root", role="operator")]
+    user_ids += [await create_user(settings, f"user_{number}") for number in range(7)]
+    token = await login(client, "root")
+    # every three users share one creation time (ties are ordered by id), all before now
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    created_at = {
+        user_id: start + dt.timedelta(minutes=index // 3) for index, user_id in enumerate(user_ids)
+    }
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        # a user's creation time is fixed once written (``users_guard_update``): bypassed here
+        await connection.execute("SET session_replication_role = replica")
+        await connection.executemany(
+            "UPDATE game.users SET created_at = $2 WHERE id = $1",
+            [(uuid.UUID(user_id), at) for user_id, at in created_at.items()],
+        )
+    finally:
+        await connection.close()
+    oldest_first = sorted(user_ids, key=lambda user_id: (created_at[user_id], uuid.UUID(user_id)))
+
+    pages = [await _users_page(client, token, "?limit=3")]
+    signed_up = (
+        await client.post("/auth/signup", json={"username": "late", "password": DEFAULT_PASSWORD})
+    ).json()["id"]
+    while pages[-1] and len(pages) < 10:
+        pages.append(await _users_page(client, token, f"?limit=3&after={pages[-1][-1]}"))
+    assert [len(page) for page in pages] == [3, 3, 3, 0]
+    assert [user_id for page in pages for user_id in page] == [*oldest_first, signed_up]
+
+    page = await _users_page(client, token, f"?after={oldest_first[1]}&offset=2&limit=3")
+    assert page == oldest_first[4:7]
+    unknown = str(uuid.uuid4())
+    body = assert_error(
+        await client.get(f"/admin/users?after={unknown}", headers=auth(token)),
+        404,
+        "user_not_found",
+    )
+    assert body["details"] == {"after": unknown}
+    assert_error(
+        await client.get("/admin/users?after=not-a-user", headers=auth(token)),
+        400,
+        "validation_error",
+    )
 
 
 async def test_operator_creates_compliance_staff(client, settings):
