@@ -22,7 +22,10 @@ class User(GameBase):
     """A person who uses the service: a paying player, compliance staff or an operator."""
 
     __tablename__ = "users"
-    __table_args__ = (CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),)
+    __table_args__ = (
+        CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),
+        Index("ix_users_created_at", "created_at"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     username: Mapped[str] = mapped_column(String(32), unique=True)

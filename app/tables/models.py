@@ -58,6 +58,7 @@ class Table(GameBase):
         CheckConstraint("seat_count BETWEEN 2 AND 10", name="seat_count"),
         Index("ix_tables_status_created", "status", "created_at"),
         Index("ix_tables_open_by_creator", "creator_id", postgresql_where=text("status = 'open'")),
+        Index("ix_tables_created_at", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
