@@ -142,6 +142,11 @@ class Settings(BaseSettings):
     clears their own failures from it."""
     login_window_s: int = Field(default=15 * 60, ge=1)
     """Sliding window for counting failed logins."""
+    signup_max_per_address: int = Field(default=20, ge=1)
+    """Sign-ups from one client address (an IPv6 address's /64) allowed within
+    ``signup_window_s``: users are never deleted, and each sign-up costs a password hash."""
+    signup_window_s: int = Field(default=3600, ge=1)
+    """Sliding window for counting sign-ups per address."""
     password_min_length: int = Field(default=10, ge=8)
     """Shortest password accepted at sign-up."""
     password_cost_log2: int = Field(default=15, ge=10, le=20)

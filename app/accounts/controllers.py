@@ -35,10 +35,17 @@ class AuthController(Controller):
         "/signup", operation_id="signup", status_code=HTTP_201_CREATED, opt={PUBLIC_OPT_KEY: True}
     )
     async def signup(
-        self, data: JSONBody[SignupRequest], db_session: DbSession, settings: AppSettings
+        self,
+        request: Request[Any, Any, Any],
+        data: JSONBody[SignupRequest],
+        db_session: DbSession,
+        settings: AppSettings,
     ) -> UserRead:
-        """Create a player account."""
-        user = await AccountService(db_session, settings).create_user(data.username, data.password)
+        """Create a player account (throttled per client address)."""
+        remote = request.client.host if request.client else None
+        user = await AccountService(db_session, settings).sign_up(
+            data.username, data.password, remote
+        )
         return UserRead.of(user)
 
     @post("/login", operation_id="login", status_code=HTTP_200_OK, opt={PUBLIC_OPT_KEY: True})

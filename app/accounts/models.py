@@ -25,6 +25,7 @@ class User(GameBase):
     __table_args__ = (
         CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),
         Index("ix_users_created_at", "created_at"),
+        Index("ix_users_signup_client_key_created_at", "signup_client_key", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
@@ -34,6 +35,9 @@ class User(GameBase):
     """``scrypt$<log2 n>$<r>$<p>$<salt b64>$<hash b64>``."""
     role: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    signup_client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
+    """The client key (``app.accounts.service.client_key``) of a player's own sign-up; none
+    for a user an operator or the command line created."""
 
 
 class AccessToken(GameBase):

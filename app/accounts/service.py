@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.models import (
@@ -63,6 +63,10 @@ logins (unknown usernames included: they cost one scrypt too) would take one thr
 anyio's 40, and their memory.  Past the bound, logins queue."""
 
 logger = structlog.get_logger("raiz.accounts")
+
+SIGNUP_LOCK_SPACE = 0x72617A73
+"""First key of the two-key ``pg_advisory_xact_lock`` serializing one client's sign-ups
+("razs"; the second key is a hash of the client key)."""
 
 _hashing_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter]
 _hashing_limiters = weakref.WeakKeyDictionary()
@@ -157,8 +161,54 @@ class AccountService:
                 code="weak_password",
             )
 
+    async def sign_up(self, username: str, password: str, remote_address: str | None) -> User:
+        """A player's own sign-up: at most ``signup_max_per_address`` from one client
+        (``client_key``) within ``signup_window_s``, else 429 ``signup_throttled``.
+
+        The count is checked before the password is hashed (a refused flood costs no scrypt)
+        and again, under an advisory lock on the client key, right before the insert: one
+        client's concurrent sign-ups cannot all pass it, and the lock is held for the insert
+        only, never while hashing (queued requests would hold database connections).
+        """
+        if remote_address is not None:
+            remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
+        client = client_key(remote_address)
+        if client is not None:
+            await self._refuse_signups_over_limit(client)
+            await self._session.commit()  # no transaction (nor connection) held while hashing
+        user = await self._new_user(username, password, "player", client)
+        if client is not None:
+            await self._session.execute(
+                text("SELECT pg_advisory_xact_lock(:space, hashtext(:client))"),
+                {"space": SIGNUP_LOCK_SPACE, "client": client},
+            )
+            await self._refuse_signups_over_limit(client)
+        return await self._insert_user(user)
+
+    async def _refuse_signups_over_limit(self, client: str) -> None:
+        window_start = utcnow() - dt.timedelta(seconds=self._settings.signup_window_s)
+        recent = await self._session.scalar(
+            select(func.count())
+            .select_from(User)
+            .where(User.signup_client_key == client, User.created_at > window_start)
+        )
+        if (recent or 0) >= self._settings.signup_max_per_address:
+            await self._session.rollback()
+            raise RateLimitedError(
+                "Too many accounts were created from your address; try again later.",
+                code="signup_throttled",
+                details={"retry_after_s": self._settings.signup_window_s},
+                headers={"Retry-After": str(self._settings.signup_window_s)},
+            )
+
     async def create_user(self, username: str, password: str, role: str = "player") -> User:
         """Create a user; ``username_taken`` (409) if the name exists."""
+        return await self._insert_user(await self._new_user(username, password, role, None))
+
+    async def _new_user(
+        self, username: str, password: str, role: str, signup_client_key: str | None
+    ) -> User:
+        """A user checked and with its password hashed, not added to the session yet."""
         name = normalize_username(username)
         if not _USERNAME_RE.match(name):
             raise ValidationFailed(
@@ -169,14 +219,20 @@ class AccountService:
         if role not in ROLES:
             raise ValidationFailed(f"Unknown role {role!r}.", code="invalid_role")
         digest = await _hashing(hash_password, password, self._settings.password_cost_log2)
-        user = User(username=name, password_hash=digest, role=role)
+        return User(
+            username=name, password_hash=digest, role=role, signup_client_key=signup_client_key
+        )
+
+    async def _insert_user(self, user: User) -> User:
         self._session.add(user)
         try:
             await self._session.commit()
         except IntegrityError:
             await self._session.rollback()
             raise ConflictError(
-                "That username is taken.", code="username_taken", details={"username": name}
+                "That username is taken.",
+                code="username_taken",
+                details={"username": user.username},
             ) from None
         return user
 

@@ -614,6 +614,8 @@ def main() -> None:
             "RAIZ_DEAL_DELAY_S": "0",
             "RAIZ_ALLOW_TIMER_OVERRIDES": "true",
             "RAIZ_PRESENCE_GRACE_S": "3600",
+            # every load player signs up from this one address
+            "RAIZ_SIGNUP_MAX_PER_ADDRESS": "1000000",
             "RAIZ_DB_POOL_SIZE": str(args.pool_size),
             "RAIZ_DB_MAX_OVERFLOW": "5",
             "RAIZ_LOG_LEVEL": args.log_level,

@@ -340,7 +340,8 @@ async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client)
 @contextlib.asynccontextmanager
 async def _behind_the_proxy(settings):
     """Log in as through the deploy's nginx: uvicorn trusts the proxy on loopback and takes
-    the client address from X-Forwarded-For; ``send(address, username, password)``."""
+    the client address from X-Forwarded-For; ``send(address, username, password)`` (a
+    sign-up with ``path="/auth/signup"``)."""
     app = create_app(settings)
     transport = httpx.ASGITransport(
         app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
@@ -350,9 +351,11 @@ async def _behind_the_proxy(settings):
         httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
     ):
 
-        async def send(address: str, username: str, password: str) -> httpx.Response:
+        async def send(
+            address: str, username: str, password: str, path: str = "/auth/login"
+        ) -> httpx.Response:
             return await proxied.post(
-                "/auth/login",
+                path,
                 json={"username": username, "password": password},
                 headers={"X-Forwarded-For": address},
             )
@@ -612,3 +615,51 @@ async def test_an_operator_sets_a_lost_password_from_the_command_line(client, se
         assert result.exit_code == 2, result.output
         assert f"error: {code}:" in result.output
     await login(client, "bia", "a new passphrase")
+
+
+async def test_one_address_signs_up_at_most_the_limit_of_players_within_the_window(settings):
+    limited = settings.model_copy(update={"signup_max_per_address": 3})
+    async with _behind_the_proxy(limited) as send:
+        for n in range(3):
+            response = await send("203.0.113.9", f"farm{n}", DEFAULT_PASSWORD, "/auth/signup")
+            assert response.status_code == 201, response.text
+        refused = await send("203.0.113.9", "farm3", DEFAULT_PASSWORD, "/auth/signup")
+        error = assert_error(refused, 429, "signup_throttled")
+        assert error["details"] == {"retry_after_s": limited.signup_window_s}
+        # nothing was created: the name is free, from another address
+        created = await send("198.51.100.7", "farm3", DEFAULT_PASSWORD, "/auth/signup")
+        assert created.status_code == 201, created.text
+        # the same /64 is the same client; users created by an operator do not count
+        await create_user(settings, "made_by_an_operator")
+        ipv6 = [
+            await send(f"2001:db8:5:6::{n + 1}", f"six{n}", DEFAULT_PASSWORD, "/auth/signup")
+            for n in range(4)
+        ]
+        assert [response.status_code for response in ipv6] == [201, 201, 201, 429]
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        # sign-ups older than the window no longer count (moved back in time past the guard
+        # trigger that keeps a user's creation time)
+        await connection.execute("SET session_replication_role = replica")
+        await connection.execute(
+            "UPDATE game.users SET created_at = created_at - make_interval(secs => $1)"
+            " WHERE signup_client_key = '203.0.113.9'",
+            float(limited.signup_window_s + 1),
+        )
+    finally:
+        await connection.close()
+    async with _behind_the_proxy(limited) as send:
+        again = await send("203.0.113.9", "farm4", DEFAULT_PASSWORD, "/auth/signup")
+        assert again.status_code == 201, again.text
+
+
+async def test_concurrent_signups_from_one_address_cannot_outrun_the_limit(client, settings):
+    # the test client's address is one client ("testclient"); the limit is 20 by default
+    limit = settings.signup_max_per_address
+    signups = [
+        ("/auth/signup", {"username": f"rush{n}", "password": DEFAULT_PASSWORD}, "")
+        for n in range(limit + 5)
+    ]
+    responses = await concurrently(client, signups)
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [201] * limit + [429] * 5, statuses
