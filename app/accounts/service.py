@@ -259,6 +259,15 @@ class AccountService:
         matches = await _hashing(_check_password, password, stored, self._settings)
         if user is None or not matches:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
+        # The password may have been changed while it was checked (a player locking out who
+        # learnt it): the token is issued only if the hash checked is still the user's, read
+        # under a share lock held until the token is committed, so a change either comes
+        # first (and this login is refused) or waits and then revokes the new token too.
+        current = await self._session.scalar(
+            select(User.password_hash).where(User.id == user.id).with_for_update(read=True)
+        )
+        if current != stored:
+            raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         await self._session.execute(
             delete(LoginFailure).where(LoginFailure.username == name, _same_client(client))
         )
@@ -280,23 +289,34 @@ class AccountService:
         ``weak_password`` (400) for a new password of a refused length, before anything is
         recorded; the current password is checked as a login is (``invalid_credentials``,
         401, counted with the failed logins and throttled with them, ``login_throttled``), so
-        a stolen token cannot be turned into the account by guessing.  The user's row is
-        locked while the password is checked and replaced: two changes one after the other,
-        the second checked against the first's new password.
+        a stolen token cannot be turned into the account by guessing.  Both hashes are
+        computed with nothing held (no transaction, no lock: a change queued for the hashing
+        threads must not stall the player's logins, seats and tables); the user's row is then
+        locked for the replacement only, and a password changed meanwhile (another change,
+        ``set_password``) is not the one checked: ``invalid_credentials``, as for a wrong one.
         """
         self._check_new_password(new_password)
         client = await self._attempt(principal.username, remote_address)
-        user = await self._session.scalar(
-            select(User).where(User.id == principal.user_id).with_for_update()
+        stored = await self._session.scalar(
+            select(User.password_hash).where(User.id == principal.user_id)
         )
-        stored = None if user is None else user.password_hash
+        await self._session.commit()  # no transaction (nor connection) held while hashing
         matches = await _hashing(_check_password, current_password, stored, self._settings)
-        if user is None or not matches:
+        if stored is None or not matches:
+            raise AuthenticationError("Wrong current password.", code="invalid_credentials")
+        new_hash = await _hashing(hash_password, new_password, self._settings.password_cost_log2)
+        # FOR NO KEY UPDATE: rows referencing the user (tokens, seats, tables) may still be
+        # inserted meanwhile; a login's share lock (``login``) waits for it
+        user = await self._session.scalar(
+            select(User)
+            .where(User.id == principal.user_id)
+            .with_for_update(key_share=True)
+            .execution_options(populate_existing=True)
+        )
+        if user is None or user.password_hash != stored:
             await self._session.rollback()
             raise AuthenticationError("Wrong current password.", code="invalid_credentials")
-        user.password_hash = await _hashing(
-            hash_password, new_password, self._settings.password_cost_log2
-        )
+        user.password_hash = new_hash
         others = [
             AccessToken.user_id == user.id,
             AccessToken.revoked_at.is_(None),
@@ -324,14 +344,17 @@ class AccountService:
         ``weak_password`` (400), ``user_not_found`` (404)."""
         self._check_new_password(new_password)
         name = normalize_username(username)
+        new_hash = await _hashing(hash_password, new_password, self._settings.password_cost_log2)
+        # locked for the replacement only (see ``change_password``), never while hashing
         user = await self._session.scalar(
-            select(User).where(User.username == name).with_for_update()
+            select(User)
+            .where(User.username == name)
+            .with_for_update(key_share=True)
+            .execution_options(populate_existing=True)
         )
         if user is None:
             raise NotFoundError("No such user.", code="user_not_found", details={"username": name})
-        user.password_hash = await _hashing(
-            hash_password, new_password, self._settings.password_cost_log2
-        )
+        user.password_hash = new_hash
         revoked = await self._session.execute(
             update(AccessToken)
             .where(

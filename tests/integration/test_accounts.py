@@ -663,3 +663,117 @@ async def test_concurrent_signups_from_one_address_cannot_outrun_the_limit(clien
     responses = await concurrently(client, signups)
     statuses = sorted(response.status_code for response in responses)
     assert statuses == [201] * limit + [429] * 5, statuses
+
+
+async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_token(
+    client, settings, monkeypatch
+):
+    # A login checks the password, then issues a token: a change committed in between (a
+    # player who learnt that somebody knows their password) must not leave that somebody
+    # with a working token.  The login's check is held until the change has committed.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from litestar.testing.transport import TestClientTransport
+
+    from app.accounts import service
+
+    await create_user(settings, "dino")
+    token = await login(client, "dino")
+    real_check = service._check_password
+    checked, release = threading.Event(), threading.Event()
+    calls: list[bool] = []
+
+    def check(password, stored, settings_):
+        matches = real_check(password, stored, settings_)
+        calls.append(matches)
+        if len(calls) == 1:  # the login's check (the change's is the second)
+            checked.set()
+            release.wait(30)
+        return matches
+
+    monkeypatch.setattr(service, "_check_password", check)
+
+    class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
+        inner = TestClientTransport(client=client, raise_server_exceptions=True)
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return self.inner.handle_request(request)
+
+    old = {"username": "dino", "password": DEFAULT_PASSWORD}
+    change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
+    loop = asyncio.get_running_loop()
+    with (
+        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        late = loop.run_in_executor(pool, lambda: sync.post("/auth/login", json=old))
+        assert await asyncio.to_thread(checked.wait, 30)
+        changed = await loop.run_in_executor(
+            pool, lambda: sync.post("/auth/password", json=change, headers=auth(token))
+        )
+        release.set()
+        assert changed.status_code == 200, changed.text
+        response = await late
+    if response.status_code == 200:
+        stale = response.json()["token"]
+        me = await client.get("/auth/me", headers=auth(stale))
+        pytest.fail(f"a token was issued for the old password (/auth/me: {me.status_code})")
+    assert_error(response, 401, "invalid_credentials")
+    assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
+
+
+async def test_a_password_change_waiting_to_hash_holds_no_lock_and_revokes_logins_made_meanwhile(
+    client, settings, monkeypatch
+):
+    # The change's check is held (as if queued behind a flood for the hashing threads): a
+    # login of the same player meanwhile is not held up by the user's row, and the token it
+    # got is revoked by the change, which commits after it.
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from litestar.testing.transport import TestClientTransport
+
+    from app.accounts import service
+
+    await create_user(settings, "eliane")
+    token = await login(client, "eliane")
+    real_check = service._check_password
+    checked, release = threading.Event(), threading.Event()
+    calls: list[bool] = []
+
+    def check(password, stored, settings_):
+        matches = real_check(password, stored, settings_)
+        calls.append(matches)
+        if len(calls) == 1:  # the change's check
+            checked.set()
+            release.wait(30)
+        return matches
+
+    monkeypatch.setattr(service, "_check_password", check)
+
+    class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
+        inner = TestClientTransport(client=client, raise_server_exceptions=True)
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return self.inner.handle_request(request)
+
+    change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
+    loop = asyncio.get_running_loop()
+    with (
+        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        pending = loop.run_in_executor(
+            pool, lambda: sync.post("/auth/password", json=change, headers=auth(token))
+        )
+        try:
+            assert await asyncio.to_thread(checked.wait, 30)
+            meanwhile = await asyncio.wait_for(login(client, "eliane"), timeout=10)
+        finally:
+            release.set()
+        changed = await pending
+    assert changed.status_code == 200, changed.text
+    assert changed.json() == {"revoked_tokens": 1}
+    assert_error(await client.get("/auth/me", headers=auth(meanwhile)), 401, "not_authenticated")
+    assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
