@@ -175,7 +175,6 @@ class AccountService:
         client = client_key(remote_address)
         if client is not None:
             await self._refuse_signups_over_limit(client)
-            await self._session.commit()  # no transaction (nor connection) held while hashing
         user = await self._new_user(username, password, "player", client)
         if client is not None:
             await self._session.execute(
@@ -218,6 +217,12 @@ class AccountService:
         self._check_new_password(password)
         if role not in ROLES:
             raise ValidationFailed(f"Unknown role {role!r}.", code="invalid_role")
+        # A taken name is refused before the hash: such a refusal is never counted against a
+        # client's sign-ups, so it must cost no scrypt (the insert still catches a race).
+        taken = await self._session.scalar(select(User.id).where(User.username == name))
+        await self._session.commit()  # no transaction (nor connection) held while hashing
+        if taken is not None:
+            raise _username_taken(name)
         digest = await _hashing(hash_password, password, self._settings.password_cost_log2)
         return User(
             username=name, password_hash=digest, role=role, signup_client_key=signup_client_key
@@ -229,11 +234,7 @@ class AccountService:
             await self._session.commit()
         except IntegrityError:
             await self._session.rollback()
-            raise ConflictError(
-                "That username is taken.",
-                code="username_taken",
-                details={"username": user.username},
-            ) from None
+            raise _username_taken(user.username) from None
         return user
 
     async def login(self, username: str, password: str, remote_address: str | None) -> IssuedToken:
@@ -499,6 +500,12 @@ class AccountService:
                 )
             query = query.where(OLDEST_FIRST.after(created_at, after))
         return list(await self._session.scalars(query))
+
+
+def _username_taken(username: str) -> ConflictError:
+    return ConflictError(
+        "That username is taken.", code="username_taken", details={"username": username}
+    )
 
 
 def _check_password(password: str, stored: str | None, settings: Settings) -> bool:

@@ -723,6 +723,32 @@ async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_toke
     assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
 
 
+async def test_signing_up_with_a_taken_username_costs_no_password_hash(
+    client, settings, monkeypatch
+):
+    # A refused sign-up is never counted against the address's limit: one for a taken name
+    # must then cost no scrypt, or a script could hold the hashing threads without end.
+    from app.accounts import service
+
+    await create_user(settings, "taken")
+    hashed = 0
+    real_hash = service.hash_password
+
+    def counting_hash(*args):
+        nonlocal hashed
+        hashed += 1
+        return real_hash(*args)
+
+    monkeypatch.setattr(service, "hash_password", counting_hash)
+    body = {"username": "Taken", "password": DEFAULT_PASSWORD}
+    for _ in range(settings.signup_max_per_address + 1):
+        assert_error(await client.post("/auth/signup", json=body), 409, "username_taken")
+    assert hashed == 0
+    created = await client.post("/auth/signup", json={**body, "username": "free_name"})
+    assert created.status_code == 201, created.text
+    assert hashed == 1
+
+
 async def test_a_password_change_waiting_to_hash_holds_no_lock_and_revokes_logins_made_meanwhile(
     client, settings, monkeypatch
 ):
