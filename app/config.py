@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     """Tables a player may have created that still wait for players (operators are not
     limited): every table opens an escrow account the ledger keeps for good, and fills the
     lobby."""
+    max_tables_created_per_hour: int = Field(default=60, ge=1, le=100_000)
+    """Tables a player may create within an hour, whatever became of them (operators are not
+    limited): creating and cancelling without end would still grow the ledger."""
 
     allow_fixed_decks: bool = False
     """Test-only: lets tests inject fixed deck orders. Refused in production."""

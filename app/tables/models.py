@@ -59,6 +59,7 @@ class Table(GameBase):
         Index("ix_tables_status_created", "status", "created_at"),
         Index("ix_tables_open_by_creator", "creator_id", postgresql_where=text("status = 'open'")),
         Index("ix_tables_created_at", "created_at"),
+        Index("ix_tables_creator_created_at", "creator_id", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import bindparam, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 
 from app.db.base import utcnow
@@ -23,6 +24,7 @@ from app.errors import (
     ConflictError,
     ForbiddenError,
     NotFoundError,
+    RateLimitedError,
     UnprocessableError,
     ValidationFailed,
 )
@@ -52,9 +54,11 @@ MAX_ENTRY_CENTS = 100_000_000
 """R$ 1,000,000.00: no table takes a larger entry (typo guard)."""
 MIN_FILL_DEADLINE_S = 10
 MAX_FILL_DEADLINE_S = 7 * 24 * 3600
-OPEN_TABLES_LOCK_SPACE = 0x72617A74
+TABLE_CREATION_LOCK_SPACE = 0x72617A74
 """First key of the two-key ``pg_advisory_xact_lock`` serializing one player's table
 creations ("razt"; the second key is a hash of the player's id)."""
+CREATION_WINDOW = dt.timedelta(hours=1)
+"""The window of ``max_tables_created_per_hour``."""
 LOBBY_ORDER = CreationOrder(Table.created_at, Table.id, newest_first=True)
 """The order of table listings: latest created first, ties by id."""
 
@@ -192,7 +196,7 @@ class TableService:
                 details={"fill_deadline_s": fill_deadline_s},
             )
         if creator.role == "player":
-            await self._require_open_table_allowance(creator)
+            await self._require_creation_allowance(creator)
         rate = await current_fee_rate(self._session)
         now = utcnow()
         options_dict = resolved.to_dict()
@@ -223,27 +227,49 @@ class TableService:
         schedule_deadline(self._session, table.id, "fill", "fill", table.fill_deadline_at)
         return table
 
-    async def _require_open_table_allowance(self, creator: Principal) -> None:
-        """``too_many_open_tables`` (409) when the player already has
-        ``max_open_tables_per_player`` tables waiting for players.  The player's creations are
+    async def _require_creation_allowance(self, creator: Principal) -> None:
+        """Refuse a player's new table when they already have ``max_open_tables_per_player``
+        tables waiting for players (409 ``too_many_open_tables``) or created
+        ``max_tables_created_per_hour`` in the last hour, whatever became of them (429
+        ``too_many_tables_created``: creating and cancelling without end would still grow the
+        ledger, which keeps every table's escrow account).  The player's creations are
         serialized (a transaction-level advisory lock on their id, held until the new table
-        is committed), so concurrent requests cannot all pass the count."""
+        is committed), so concurrent requests cannot all pass the counts."""
+        settings = self._context.settings
         await self._session.execute(
             text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
-            {"space": OPEN_TABLES_LOCK_SPACE, "user": str(creator.user_id)},
+            {"space": TABLE_CREATION_LOCK_SPACE, "user": str(creator.user_id)},
         )
-        limit = self._context.settings.max_open_tables_per_player
-        waiting = await self._session.scalar(
-            select(func.count())
-            .select_from(Table)
-            .where(Table.creator_id == creator.user_id, Table.status == "open")
-        )
-        if (waiting or 0) >= limit:
+        hour_ago = utcnow() - CREATION_WINDOW
+        # 'open' inline, not a parameter: the partial index on open tables matches it in any plan
+        is_open = Table.status == bindparam("open_status", "open", literal_execute=True)
+        recent = Table.created_at > hour_ago
+        waiting, created, oldest = (
+            await self._session.execute(
+                select(
+                    func.count().filter(is_open),
+                    func.count().filter(recent),
+                    func.min(Table.created_at).filter(recent),
+                ).where(Table.creator_id == creator.user_id, or_(is_open, recent))
+            )
+        ).one()
+        limit = settings.max_open_tables_per_player
+        if waiting >= limit:
             raise ConflictError(
                 f"You already have {waiting} tables waiting for players (at most {limit}); "
                 "start, fill or cancel one first.",
                 code="too_many_open_tables",
                 details={"open": waiting, "limit": limit},
+            )
+        limit = settings.max_tables_created_per_hour
+        if created >= limit:
+            retry_after_s = max(1, math.ceil((oldest + CREATION_WINDOW - utcnow()).total_seconds()))
+            raise RateLimitedError(
+                f"You created {created} tables in the last hour (at most {limit}); "
+                "try again later.",
+                code="too_many_tables_created",
+                details={"created": created, "limit": limit, "retry_after_s": retry_after_s},
+                headers={"Retry-After": str(retry_after_s)},
             )
 
     # --- seats -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""A player may have only so many tables waiting for players (operators are not limited):
-each opens an escrow account the ledger keeps for good.  A refused creation creates nothing,
-and concurrent creations cannot all pass the count."""
+"""A player may have only so many tables waiting for players, and create only so many an
+hour (operators are not limited): each opens an escrow account the ledger keeps for good.  A
+refused creation creates nothing, and concurrent creations cannot all pass the count."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tests.integration.tables.scenario import concurrently
 pytestmark = pytest.mark.asyncio
 
 LIMIT = 2
+PER_HOUR = 5
 
 
 @pytest.fixture
@@ -22,6 +23,7 @@ def settings(database_url):
     return make_settings(
         database_url,
         max_open_tables_per_player=LIMIT,
+        max_tables_created_per_hour=PER_HOUR,
         presence_grace_s=3600,
         scheduler_poll_interval_s=0.05,
     )
@@ -86,3 +88,38 @@ async def test_concurrent_creations_cannot_outrun_the_limit(client, settings):
     assert statuses == [201] * (LIMIT - 1) + [409] * (6 - LIMIT + 1), statuses
     tables, escrows, _ = await _counts(settings.database_url)
     assert tables == escrows == LIMIT
+
+
+async def test_creating_and_cancelling_tables_is_limited_per_hour(client, settings):
+    op = await operator(client, settings)
+    _, creator = await player(client, settings, "creator", 0, op)
+    _, other = await player(client, settings, "other", 0, op)
+    for _ in range(PER_HOUR):
+        table = await create_table(client, creator, seat_count=2, entry_cents=0)
+        cancel = await client.post(f"/tables/{table['id']}/cancel", headers=auth(creator))
+        assert cancel.status_code == 200, cancel.text
+    before = await _counts(settings.database_url)
+    body = {"seat_count": 2, "entry_cents": 0}
+    refused = await client.post("/tables", json=body, headers=auth(creator))
+    error = assert_error(refused, 429, "too_many_tables_created")
+    retry_after_s = error["details"].pop("retry_after_s")
+    assert error["details"] == {"created": PER_HOUR, "limit": PER_HOUR}
+    assert 3500 < retry_after_s <= 3600
+    assert refused.headers["retry-after"] == str(retry_after_s)
+    assert await _counts(settings.database_url) == before
+    # another player, and an operator, are not concerned
+    await create_table(client, other, seat_count=2, entry_cents=0)
+    for _ in range(PER_HOUR + 1):
+        await create_table(client, op, seat_count=2, entry_cents=0)
+    # an hour later the player's oldest creation no longer counts
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute("SET session_replication_role = replica")  # the guard trigger
+        await connection.execute(
+            "UPDATE game.tables SET created_at = created_at - interval '1 hour'"
+            " WHERE id = (SELECT t.id FROM game.tables t JOIN game.users u ON u.id = t.creator_id"
+            " WHERE u.username = 'creator' ORDER BY t.created_at LIMIT 1)"
+        )
+    finally:
+        await connection.close()
+    await create_table(client, creator, seat_count=2, entry_cents=0)
