@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import functools
 import hashlib
-import ipaddress
 import os
 import re
 import secrets
@@ -18,29 +17,26 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
-from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.models import (
-    REMOTE_ADDRESS_MAX_LENGTH,
     ROLES,
     AccessToken,
-    LoginFailure,
     User,
 )
 from app.accounts.passwords import hash_password, verify_password
+from app.accounts.throttling import Throttle, client_key
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
 from app.errors import (
     AuthenticationError,
     ConflictError,
     NotFoundError,
-    RateLimitedError,
     ValidationFailed,
 )
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement
     from sqlalchemy.ext.asyncio import AsyncSession
 
     from app.config import Settings
@@ -63,10 +59,6 @@ logins (unknown usernames included: they cost one scrypt too) would take one thr
 anyio's 40, and their memory.  Past the bound, logins queue."""
 
 logger = structlog.get_logger("raiz.accounts")
-
-SIGNUP_LOCK_SPACE = 0x72617A73
-"""First key of the two-key ``pg_advisory_xact_lock`` serializing one client's sign-ups
-("razs"; the second key is a hash of the client key)."""
 
 _hashing_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter]
 _hashing_limiters = weakref.WeakKeyDictionary()
@@ -121,36 +113,13 @@ def normalize_username(username: str) -> str:
     return username.strip().lower()
 
 
-def client_key(remote_address: str | None) -> str | None:
-    """What failed logins from ``remote_address`` are counted by: an IPv4 address; an IPv6
-    address's /64 network (a subscriber is given a whole /64 and could otherwise take a new
-    address for every guess); anything else as written."""
-    if remote_address is None:
-        return None
-    try:
-        address = ipaddress.ip_address(remote_address)
-        if isinstance(address, ipaddress.IPv6Address):
-            if address.ipv4_mapped is not None:
-                return str(address.ipv4_mapped)
-            return str(ipaddress.IPv6Network((address, 64), strict=False))
-    except ValueError:
-        return remote_address
-    return str(address)
-
-
-def _same_client(client: str | None) -> ColumnElement[bool]:
-    """Failed logins from ``client`` (from no known address when it is None)."""
-    if client is None:
-        return LoginFailure.client_key.is_(None)
-    return LoginFailure.client_key == client
-
-
 class AccountService:
     """Accounts operations on one database session; each public method commits."""
 
     def __init__(self, session: AsyncSession, settings: Settings) -> None:
         self._session = session
         self._settings = settings
+        self._throttle = Throttle(session, settings)
 
     def _check_new_password(self, password: str) -> None:
         """``weak_password`` (400) unless ``password`` has an accepted length."""
@@ -170,35 +139,14 @@ class AccountService:
         client's concurrent sign-ups cannot all pass it, and the lock is held for the insert
         only, never while hashing (queued requests would hold database connections).
         """
-        if remote_address is not None:
-            remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
         client = client_key(remote_address)
         if client is not None:
-            await self._refuse_signups_over_limit(client)
+            await self._throttle.refuse_signups_over_limit(client)
         user = await self._new_user(username, password, "player", client)
         if client is not None:
-            await self._session.execute(
-                text("SELECT pg_advisory_xact_lock(:space, hashtext(:client))"),
-                {"space": SIGNUP_LOCK_SPACE, "client": client},
-            )
-            await self._refuse_signups_over_limit(client)
+            await self._throttle.lock_signups(client)
+            await self._throttle.refuse_signups_over_limit(client)
         return await self._insert_user(user)
-
-    async def _refuse_signups_over_limit(self, client: str) -> None:
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.signup_window_s)
-        recent = await self._session.scalar(
-            select(func.count())
-            .select_from(User)
-            .where(User.signup_client_key == client, User.created_at > window_start)
-        )
-        if (recent or 0) >= self._settings.signup_max_per_address:
-            await self._session.rollback()
-            raise RateLimitedError(
-                "Too many accounts were created from your address; try again later.",
-                code="signup_throttled",
-                details={"retry_after_s": self._settings.signup_window_s},
-                headers={"Retry-After": str(self._settings.signup_window_s)},
-            )
 
     async def create_user(self, username: str, password: str, role: str = "player") -> User:
         """Create a user; ``username_taken`` (409) if the name exists."""
@@ -254,7 +202,7 @@ class AccountService:
         its username from its address only: the player's own mistakes, not a stranger's.
         """
         name = normalize_username(username)
-        client = await self._attempt(name, remote_address)
+        client = await self._throttle.record_attempt(name, remote_address)
         user = await self._session.scalar(select(User).where(User.username == name))
         stored = None if user is None else user.password_hash
         matches = await _hashing(_check_password, password, stored, self._settings)
@@ -269,9 +217,7 @@ class AccountService:
         )
         if current != stored:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
-        await self._session.execute(
-            delete(LoginFailure).where(LoginFailure.username == name, _same_client(client))
-        )
+        await self._throttle.clear_failures(name, client)
         issued = self._new_token(user)
         await self._session.commit()
         return issued
@@ -297,7 +243,7 @@ class AccountService:
         ``set_password``) is not the one checked: ``invalid_credentials``, as for a wrong one.
         """
         self._check_new_password(new_password)
-        client = await self._attempt(principal.username, remote_address)
+        client = await self._throttle.record_attempt(principal.username, remote_address)
         stored = await self._session.scalar(
             select(User.password_hash).where(User.id == principal.user_id)
         )
@@ -328,11 +274,7 @@ class AccountService:
         revoked = await self._session.execute(
             update(AccessToken).where(*others).values(revoked_at=utcnow())
         )
-        await self._session.execute(
-            delete(LoginFailure).where(
-                LoginFailure.username == principal.username, _same_client(client)
-            )
-        )
+        await self._throttle.clear_failures(principal.username, client)
         await self._session.commit()
         count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_changed", user_id=str(user.id), revoked_tokens=count)
@@ -365,56 +307,11 @@ class AccountService:
             )
             .values(revoked_at=utcnow())
         )
-        await self._session.execute(delete(LoginFailure).where(LoginFailure.username == name))
+        await self._throttle.clear_failures(name, every=True)
         await self._session.commit()
         count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_set", user_id=str(user.id), revoked_tokens=count)
         return count
-
-    async def _attempt(self, name: str, remote_address: str | None) -> str | None:
-        """Record a password check of ``name`` as a failure (committed) and return its client
-        key; ``login_throttled`` (429, nothing recorded) when a count is over its limit."""
-        if remote_address is not None:
-            # from X-Forwarded-For behind a proxy: whatever the client wrote
-            remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
-        client = client_key(remote_address)
-        attempt = LoginFailure(username=name, remote_address=remote_address, client_key=client)
-        self._session.add(attempt)
-        await self._session.commit()
-        if await self._throttled(name, client):
-            # a refused attempt is not a failure: it changes nothing
-            await self._session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id))
-            await self._session.commit()
-            raise RateLimitedError(
-                "Too many failed logins; try again later.",
-                code="login_throttled",
-                details={"retry_after_s": self._settings.login_window_s},
-                headers={"Retry-After": str(self._settings.login_window_s)},
-            )
-        return client
-
-    async def _throttled(self, name: str, client: str | None) -> bool:
-        """Whether a count of failed logins within the window (the attempt included) is over
-        its limit: username and client, username, client."""
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
-        same_name = LoginFailure.username == name
-        same_client = _same_client(client)
-        counted = same_name if client is None else or_(same_name, same_client)
-        pair, account, address = (
-            await self._session.execute(
-                select(
-                    func.count().filter(same_name, same_client),
-                    func.count().filter(same_name),
-                    func.count().filter(same_client),
-                ).where(LoginFailure.at > window_start, counted)
-            )
-        ).one()
-        settings = self._settings
-        return (
-            pair > settings.login_max_failures
-            or account > settings.login_max_failures_per_account
-            or (client is not None and address > settings.login_max_failures_per_address)
-        )
 
     def _new_token(self, user: User) -> IssuedToken:
         token = secrets.token_urlsafe(_TOKEN_BYTES)
@@ -467,15 +364,8 @@ class AccountService:
         return int(getattr(result, "rowcount", 0) or 0)
 
     async def forget_old_login_failures(self) -> int:
-        """Delete failed logins older than the throttling window (they no longer count; a
-        username that is never logged into would otherwise keep them for good); returns how
-        many.  Run periodically by every worker."""
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
-        result = await self._session.execute(
-            delete(LoginFailure).where(LoginFailure.at <= window_start)
-        )
-        await self._session.commit()
-        return int(getattr(result, "rowcount", 0) or 0)
+        """Delete failed logins older than the throttling window; returns how many."""
+        return await self._throttle.forget_old_failures()
 
     async def get_user(self, user_id: uuid.UUID) -> User:
         """A user by id; ``user_not_found`` (404) otherwise."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.accounts.service import client_key
+from app.accounts.throttling import client_key
 
 
 @pytest.mark.parametrize(
