@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
 import httpx
@@ -665,21 +667,11 @@ async def test_concurrent_signups_from_one_address_cannot_outrun_the_limit(clien
     assert statuses == [201] * limit + [429] * 5, statuses
 
 
-async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_token(
-    client, settings, monkeypatch
-):
-    # A login checks the password, then issues a token: a change committed in between (a
-    # player who learnt that somebody knows their password) must not leave that somebody
-    # with a working token.  The login's check is held until the change has committed.
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    from litestar.testing.transport import TestClientTransport
-
+def _hold_the_first_password_check(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """The next password check (in a hashing thread) waits until ``release`` is set, once it
+    has set ``checked``; later checks run as usual."""
     from app.accounts import service
 
-    await create_user(settings, "dino")
-    token = await login(client, "dino")
     real_check = service._check_password
     checked, release = threading.Event(), threading.Event()
     calls: list[bool] = []
@@ -687,12 +679,20 @@ async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_toke
     def check(password, stored, settings_):
         matches = real_check(password, stored, settings_)
         calls.append(matches)
-        if len(calls) == 1:  # the login's check (the change's is the second)
+        if len(calls) == 1:
             checked.set()
             release.wait(30)
         return matches
 
     monkeypatch.setattr(service, "_check_password", check)
+    return checked, release
+
+
+@contextlib.contextmanager
+def _from_threads(client):
+    """A synchronous client of the app and two threads to send requests from, so a request
+    can wait inside the app while the test sends others."""
+    from litestar.testing.transport import TestClientTransport
 
     class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
         inner = TestClientTransport(client=client, raise_server_exceptions=True)
@@ -700,13 +700,26 @@ async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_toke
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             return self.inner.handle_request(request)
 
-    old = {"username": "dino", "password": DEFAULT_PASSWORD}
-    change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
-    loop = asyncio.get_running_loop()
     with (
         httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
         ThreadPoolExecutor(max_workers=2) as pool,
     ):
+        yield sync, pool
+
+
+async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_token(
+    client, settings, monkeypatch
+):
+    # A login checks the password, then issues a token: a change committed in between (a
+    # player who learnt that somebody knows their password) must not leave that somebody
+    # with a working token.  The login's check is held until the change has committed.
+    await create_user(settings, "dino")
+    token = await login(client, "dino")
+    checked, release = _hold_the_first_password_check(monkeypatch)  # the login's
+    old = {"username": "dino", "password": DEFAULT_PASSWORD}
+    change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
+    loop = asyncio.get_running_loop()
+    with _from_threads(client) as (sync, pool):
         late = loop.run_in_executor(pool, lambda: sync.post("/auth/login", json=old))
         assert await asyncio.to_thread(checked.wait, 30)
         changed = await loop.run_in_executor(
@@ -755,41 +768,12 @@ async def test_a_password_change_waiting_to_hash_holds_no_lock_and_revokes_login
     # The change's check is held (as if queued behind a flood for the hashing threads): a
     # login of the same player meanwhile is not held up by the user's row, and the token it
     # got is revoked by the change, which commits after it.
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    from litestar.testing.transport import TestClientTransport
-
-    from app.accounts import service
-
     await create_user(settings, "eliane")
     token = await login(client, "eliane")
-    real_check = service._check_password
-    checked, release = threading.Event(), threading.Event()
-    calls: list[bool] = []
-
-    def check(password, stored, settings_):
-        matches = real_check(password, stored, settings_)
-        calls.append(matches)
-        if len(calls) == 1:  # the change's check
-            checked.set()
-            release.wait(30)
-        return matches
-
-    monkeypatch.setattr(service, "_check_password", check)
-
-    class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
-        inner = TestClientTransport(client=client, raise_server_exceptions=True)
-
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return self.inner.handle_request(request)
-
+    checked, release = _hold_the_first_password_check(monkeypatch)  # the change's
     change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
     loop = asyncio.get_running_loop()
-    with (
-        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
-        ThreadPoolExecutor(max_workers=2) as pool,
-    ):
+    with _from_threads(client) as (sync, pool):
         pending = loop.run_in_executor(
             pool, lambda: sync.post("/auth/password", json=change, headers=auth(token))
         )
