@@ -381,14 +381,12 @@ class AccountService:
         (``user_not_found`` if there is no such user)."""
         query = select(User).order_by(*OLDEST_FIRST.order_by()).limit(limit).offset(offset)
         if after is not None:
-            created_at = await self._session.scalar(select(User.created_at).where(User.id == after))
-            if created_at is None:
-                raise NotFoundError(
-                    "No user with this id to page from.",
-                    code="user_not_found",
-                    details={"after": str(after)},
-                )
-            query = query.where(OLDEST_FIRST.after(created_at, after))
+            missing = NotFoundError(
+                "No user with this id to page from.",
+                code="user_not_found",
+                details={"after": str(after)},
+            )
+            query = query.where(await OLDEST_FIRST.after_row(self._session, after, missing))
         return list(await self._session.scalars(query))
 
 

@@ -60,19 +60,19 @@ class ComplianceService:
             raise NotFoundError("No such round.", code="round_not_found")
         return round_
 
-    async def _after(self, anchor: Select[dt.datetime], round_id: uuid.UUID) -> ColumnElement[bool]:
+    async def _after(
+        self, round_id: uuid.UUID, anchor: Select[dt.datetime] | None = None
+    ) -> ColumnElement[bool]:
         """The rounds after ``round_id`` in :data:`NEWEST_FIRST` order, ``anchor`` reading
         its start time (``round_not_found`` if it reads none).  A keyset: the page starts in
         the start-time index where an offset reads every row it skips, and it neither repeats
         nor skips a round when rounds start or finish between two pages."""
-        started = await self._session.scalar(anchor)
-        if started is None:
-            raise NotFoundError(
-                "No round with this id to page from.",
-                code="round_not_found",
-                details={"before": str(round_id)},
-            )
-        return NEWEST_FIRST.after(started, round_id)
+        missing = NotFoundError(
+            "No round with this id to page from.",
+            code="round_not_found",
+            details={"before": str(round_id)},
+        )
+        return await NEWEST_FIRST.after_row(self._session, round_id, missing, anchor)
 
     async def bundle(self, round_id: uuid.UUID) -> dict[str, Any]:
         """The dispute bundle of a finished round's table, with inclusion proofs."""
@@ -164,9 +164,7 @@ class ComplianceService:
             .offset(offset)
         )
         if before is not None:
-            query = query.where(
-                await self._after(select(Round.created_at).where(Round.id == before), before)
-            )
+            query = query.where(await self._after(before))
         if player is not None:
             query = query.where(
                 Round.table_id.in_(
@@ -287,7 +285,7 @@ class ComplianceService:
         page = query.order_by(*NEWEST_FIRST.order_by()).limit(limit).offset(offset)
         if before is not None:
             anchor = query.where(Round.id == before).with_only_columns(Round.created_at)
-            page = page.where(await self._after(anchor, before))
+            page = page.where(await self._after(before, anchor))
         rows = (await self._session.execute(page)).all()
         history = []
         table_ids = list({round_.table_id for round_, _ in rows})

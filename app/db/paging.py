@@ -14,10 +14,11 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, or_, select
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement, UnaryExpression
+    from sqlalchemy import ColumnElement, Select, UnaryExpression
+    from sqlalchemy.ext.asyncio import AsyncSession
     from sqlalchemy.orm import InstrumentedAttribute
 
 __all__ = ("CreationOrder",)
@@ -54,3 +55,20 @@ class CreationOrder:
             self.created_at >= created_at,
             or_(self.created_at > created_at, self.id > row_id),
         )
+
+    async def after_row(
+        self,
+        session: AsyncSession,
+        row_id: uuid.UUID,
+        missing: Exception,
+        anchor: Select[dt.datetime] | None = None,
+    ) -> ColumnElement[bool]:
+        """:meth:`after` the row ``row_id``, its creation time read by ``anchor`` (by default
+        the row's own, by id; a caller may narrow it, e.g. to the caller's own rows); raises
+        ``missing`` when it reads none."""
+        if anchor is None:
+            anchor = select(self.created_at).where(self.id == row_id)
+        created_at = await session.scalar(anchor)
+        if created_at is None:
+            raise missing
+        return self.after(created_at, row_id)

@@ -118,16 +118,12 @@ class TableService:
         if status is not None:
             page = page.where(Table.status == status)
         if before is not None:
-            created_at = await self._session.scalar(
-                select(Table.created_at).where(Table.id == before)
+            missing = NotFoundError(
+                "No table with this id to page from.",
+                code="table_not_found",
+                details={"before": str(before)},
             )
-            if created_at is None:
-                raise NotFoundError(
-                    "No table with this id to page from.",
-                    code="table_not_found",
-                    details={"before": str(before)},
-                )
-            page = page.where(LOBBY_ORDER.after(created_at, before))
+            page = page.where(await LOBBY_ORDER.after_row(self._session, before, missing))
         chosen = page.order_by(*LOBBY_ORDER.order_by()).limit(limit).offset(offset).subquery()
         # Seats are counted for the page's tables only (``ix_seats_table_id``): grouping every
         # seat ever taken made each listing read the whole seats table.
