@@ -384,6 +384,78 @@ def users_set_password(username: str, password: str) -> None:
     click.echo(f"password set; {revoked} token(s) revoked")
 
 
+REASON = click.option(
+    "--reason", required=True, help="Why (kept with the change for good; at most 500 characters)."
+)
+
+
+@users.command("suspend")
+@click.option("--username", required=True)
+@REASON
+def users_suspend(username: str, reason: str) -> None:
+    """Suspend an account: it cannot log in, its tokens stop working, it cannot sit or open a
+    table, and its seats at tables that have not started are given up with their entries
+    refunded (as POST /admin/users/{id}/suspend)."""
+    from app.accounts.suspension import SuspensionService
+    from app.errors import AppError
+    from app.rng_api import RngServices
+    from app.tables.runtime import TableRuntime
+    from app.tables.suspended import SuspendedSeats
+
+    async def work(database: Database, settings: Settings) -> tuple[int, int]:
+        async with database.session() as session:
+            service = SuspensionService(session)
+            user_id = await service.user_id_of(username)
+            change = await service.suspend(user_id, _reason(reason), None)
+            await session.commit()
+        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+        released = await SuspendedSeats(database, runtime).release(user_id)
+        return change.revoked_tokens, released
+
+    try:
+        revoked, released = run_with_database(work)
+    except AppError as exc:
+        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+        sys.exit(2)
+    click.echo(f"suspended; {revoked} token(s) revoked, {released} seat(s) given up and refunded")
+
+
+@users.command("reinstate")
+@click.option("--username", required=True)
+@REASON
+def users_reinstate(username: str, reason: str) -> None:
+    """Lift an account's suspension (as POST /admin/users/{id}/reinstate)."""
+    from app.accounts.suspension import SuspensionService
+    from app.errors import AppError
+
+    async def work(database: Database, settings: Settings) -> None:
+        async with database.session() as session:
+            service = SuspensionService(session)
+            user_id = await service.user_id_of(username)
+            await service.reinstate(user_id, _reason(reason), None)
+            await session.commit()
+
+    try:
+        run_with_database(work)
+    except AppError as exc:
+        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+        sys.exit(2)
+    click.echo("reinstated")
+
+
+def _reason(reason: str) -> str:
+    """The reason as the API accepts it (``invalid_reason`` otherwise)."""
+    from app.accounts.models import SUSPENSION_REASON_MAX_LENGTH
+    from app.errors import ValidationFailed
+
+    if not reason.strip() or len(reason) > SUSPENSION_REASON_MAX_LENGTH:
+        raise ValidationFailed(
+            f"The reason must have 1 to {SUSPENSION_REASON_MAX_LENGTH} characters.",
+            code="invalid_reason",
+        )
+    return reason
+
+
 @main.group("ledger")
 def ledger_group() -> None:
     """Wallet ledger audits."""

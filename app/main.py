@@ -25,6 +25,7 @@ from app.api.health import HealthController
 from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
 from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
+from app.api.suspensions import SuspensionController
 from app.compliance.checkpoints import CheckpointJob
 from app.compliance.controllers import (
     AccessLogController,
@@ -64,6 +65,8 @@ from app.tables.realtime import (
     table_socket,
 )
 from app.tables.runtime import TableRuntime
+from app.tables.suspended import RELEASE_INTERVAL_S as SUSPENDED_SEATS_INTERVAL_S
+from app.tables.suspended import SuspendedSeats
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner, build_scheduler
 from app.timers.runner import count_failed_deadlines, count_overdue_deadlines
@@ -136,6 +139,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for kind, handler in table_deadline_handlers(table_runtime).items():
         runner.register(kind, handler)
     presence = PresenceSweeper(db, table_runtime)
+    suspended_seats = SuspendedSeats(db, table_runtime)
     open_sockets = OpenSockets(db)
 
     async def refresh_gauges() -> None:
@@ -166,6 +170,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("pool-gauges", refresh_gauges, POOL_GAUGE_INTERVAL_S),
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
+                ("suspended-seats", suspended_seats.release, SUSPENDED_SEATS_INTERVAL_S),
                 ("socket-presence", open_sockets.refresh_presence, PRESENCE_REFRESH_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
                 ("audit", audit.run, settings.audit_interval_s),
@@ -217,6 +222,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             MetricsController,
             AuthController,
             AdminUsersController,
+            SuspensionController,
             RngController,
             WalletController,
             AdminWalletsController,

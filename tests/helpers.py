@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import httpx
 
 from app.accounts.service import AccountService
 from app.config import Settings
 from app.db import Database
 
-__all__ = ("ERROR_KEYS", "assert_error", "auth", "create_user", "login")
+__all__ = ("ERROR_KEYS", "assert_error", "auth", "create_user", "from_threads", "login")
 
 ERROR_KEYS = {"code", "message", "details"}
 DEFAULT_PASSWORD = "correct horse battery"
@@ -49,3 +54,22 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     assert isinstance(body["message"], str) and body["message"]
     assert isinstance(body["details"], dict)
     return dict(body)
+
+
+@contextlib.contextmanager
+def from_threads(client: Any) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor]]:
+    """A synchronous client of the app and two threads to send requests from, so a request
+    can wait inside the app while the test sends others."""
+    from litestar.testing.transport import TestClientTransport
+
+    class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
+        inner = TestClientTransport(client=client, raise_server_exceptions=True)
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return self.inner.handle_request(request)
+
+    with (
+        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        yield sync, pool

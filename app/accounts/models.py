@@ -5,17 +5,35 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import CheckConstraint, DateTime, ForeignKey, Index, LargeBinary, String, text
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    LargeBinary,
+    String,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import GameBase, utcnow
 
-__all__ = ("REMOTE_ADDRESS_MAX_LENGTH", "ROLES", "AccessToken", "LoginFailure", "User")
+__all__ = (
+    "REMOTE_ADDRESS_MAX_LENGTH",
+    "ROLES",
+    "SUSPENSION_REASON_MAX_LENGTH",
+    "AccessToken",
+    "AccountSuspension",
+    "LoginFailure",
+    "User",
+)
 
 ROLES = ("player", "compliance", "operator")
 """Every role a user can have; a user has exactly one."""
 REMOTE_ADDRESS_MAX_LENGTH = 64
 """Longest client address kept with a failed login (behind a proxy the client writes it)."""
+SUSPENSION_REASON_MAX_LENGTH = 500
 
 
 class User(GameBase):
@@ -26,6 +44,7 @@ class User(GameBase):
         CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),
         Index("ix_users_created_at", "created_at"),
         Index("ix_users_signup_client_key_created_at", "signup_client_key", "created_at"),
+        Index("ix_users_suspended", "id", postgresql_where=text("suspended_at IS NOT NULL")),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
@@ -38,6 +57,26 @@ class User(GameBase):
     signup_client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     """The client key (``app.accounts.service.client_key``) of a player's own sign-up; none
     for a user an operator or the command line created."""
+    suspended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """Set while an operator has the account suspended (``app.accounts.suspension``)."""
+
+
+class AccountSuspension(GameBase):
+    """One suspension or reinstatement of an account, kept for good (insert-only)."""
+
+    __tablename__ = "account_suspensions"
+    __table_args__ = (
+        CheckConstraint("action IN ('suspend', 'reinstate')", name="action"),
+        Index("ix_account_suspensions_user_id_id", "user_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    action: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(String(SUSPENSION_REASON_MAX_LENGTH))
+    actor_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"))
+    """The operator who did it; none from the command line."""
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class AccessToken(GameBase):

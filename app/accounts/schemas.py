@@ -8,13 +8,16 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from app.accounts.models import User
+from app.accounts.models import SUSPENSION_REASON_MAX_LENGTH, AccountSuspension, User
 
 __all__ = (
     "LoginRequest",
     "PasswordChange",
     "PasswordChanged",
     "SignupRequest",
+    "SuspensionChangeRead",
+    "SuspensionRead",
+    "SuspensionRequest",
     "TokenRead",
     "UserCreate",
     "UserRead",
@@ -84,11 +87,68 @@ class UserRead(msgspec.Struct):
     username: str
     role: str
     created_at: dt.datetime
+    suspended_at: dt.datetime | None = None
+    """Set while the account is suspended."""
 
     @classmethod
     def of(cls, user: User) -> UserRead:
         """The public form of ``user``."""
-        return cls(id=user.id, username=user.username, role=user.role, created_at=user.created_at)
+        return cls(
+            id=user.id,
+            username=user.username,
+            role=user.role,
+            created_at=user.created_at,
+            suspended_at=user.suspended_at,
+        )
+
+
+class SuspensionRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Why an account is suspended or reinstated (kept with the change for good)."""
+
+    reason: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=SUSPENSION_REASON_MAX_LENGTH,
+            pattern=r"\S",
+            examples=["chargeback under review, ticket 4411"],
+        ),
+    ]
+
+
+class SuspensionRead(msgspec.Struct):
+    """One suspension or reinstatement of an account."""
+
+    id: int
+    user_id: uuid.UUID
+    action: str
+    reason: str
+    actor_id: uuid.UUID | None
+    """The operator who did it; null from the command line."""
+    at: dt.datetime
+
+    @classmethod
+    def of(cls, record: AccountSuspension) -> SuspensionRead:
+        """The public form of ``record``."""
+        return cls(
+            id=record.id,
+            user_id=record.user_id,
+            action=record.action,
+            reason=record.reason,
+            actor_id=record.actor_id,
+            at=record.at,
+        )
+
+
+class SuspensionChangeRead(msgspec.Struct):
+    """What a suspension or reinstatement did."""
+
+    user: UserRead
+    change: SuspensionRead
+    revoked_tokens: int = 0
+    """Live tokens of the account revoked (a suspension)."""
+    released_seats: int = 0
+    """Seats at tables that had not started given up, their entries refunded (a suspension)."""
 
 
 class TokenRead(msgspec.Struct):

@@ -26,6 +26,7 @@ from app.accounts.models import (
     User,
 )
 from app.accounts.passwords import hash_password, verify_password
+from app.accounts.suspension import account_suspended
 from app.accounts.throttling import Throttle, client_key
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
@@ -212,11 +213,19 @@ class AccountService:
         # learnt it): the token is issued only if the hash checked is still the user's, read
         # under a share lock held until the token is committed, so a change either comes
         # first (and this login is refused) or waits and then revokes the new token too.
-        current = await self._session.scalar(
-            select(User.password_hash).where(User.id == user.id).with_for_update(read=True)
-        )
+        # The same lock orders it with a suspension (``app.accounts.suspension``): a token is
+        # issued only to an account not suspended, told so only once the password matched.
+        current, suspended_at = (
+            await self._session.execute(
+                select(User.password_hash, User.suspended_at)
+                .where(User.id == user.id)
+                .with_for_update(read=True)
+            )
+        ).one()
         if current != stored:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
+        if suspended_at is not None:
+            raise account_suspended()
         await self._throttle.clear_failures(name, client)
         issued = self._new_token(user)
         await self._session.commit()
@@ -322,7 +331,8 @@ class AccountService:
         return IssuedToken(token=token, expires_at=expires_at, user=user)
 
     async def authenticate(self, token: str) -> Principal | None:
-        """The principal of a valid (known, unexpired, unrevoked) token, else None."""
+        """The principal of a valid token (known, unexpired, unrevoked, of an account not
+        suspended), else None."""
         row = (
             await self._session.execute(
                 select(AccessToken.id, User.id, User.username, User.role)
@@ -331,6 +341,7 @@ class AccountService:
                     AccessToken.token_sha256 == token_digest(token),
                     AccessToken.revoked_at.is_(None),
                     AccessToken.expires_at > utcnow(),
+                    User.suspended_at.is_(None),
                 )
             )
         ).first()

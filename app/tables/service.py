@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 
+from app.accounts.suspension import require_active
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
 from app.errors import (
@@ -191,6 +192,7 @@ class TableService:
                 code="invalid_fill_deadline",
                 details={"fill_deadline_s": fill_deadline_s},
             )
+        await require_active(self._session, creator.user_id)
         if creator.role == "player":
             await self._require_creation_allowance(creator)
         rate = await current_fee_rate(self._session)
@@ -271,6 +273,7 @@ class TableService:
     # --- seats -------------------------------------------------------------------------------
     async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
         """Take a seat and pay the entry, in one transaction (never one without the other)."""
+        await require_active(self._session, principal.user_id)  # before the table's lock
         table = await self.lock(table_id)
         if table.status != "running":
             self._require_open(table)
@@ -308,15 +311,23 @@ class TableService:
         """Leave before the start; the entry comes back in full."""
         table = await self.lock(table_id)
         self._require_open(table)
-        seat = next(
-            (s for s in await self.active_seats(table.id) if s.user_id == principal.user_id),
-            None,
-        )
-        if seat is None:
+        if not await self._give_up_seat(table, principal.user_id):
             raise ConflictError("You do not sit at this table.", code="not_seated")
+
+    async def give_up_seat(self, table_id: uuid.UUID, user_id: uuid.UUID) -> bool:
+        """A suspended player's seat at a table that has not started is given up and its entry
+        refunded (``app.tables.suspended``); False when there is none (or the table started)."""
+        table = await self.lock(table_id)
+        return table.status == "open" and await self._give_up_seat(table, user_id)
+
+    async def _give_up_seat(self, table: Table, user_id: uuid.UUID) -> bool:
+        seats = await self.active_seats(table.id)
+        seat = next((seat for seat in seats if seat.user_id == user_id), None)
+        if seat is None:
+            return False
         await self._refund(table, seat)
-        driver = TableDriver(self._context, table, self._spec(table))
-        await driver.save()
+        await TableDriver(self._context, table, self._spec(table)).save()
+        return True
 
     async def _refund(self, table: Table, seat: Seat) -> None:
         seat.left_at = utcnow()

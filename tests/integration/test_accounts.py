@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
 import httpx
@@ -15,7 +14,14 @@ import pytest
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.main import create_app
-from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, login
+from tests.helpers import (
+    DEFAULT_PASSWORD,
+    assert_error,
+    auth,
+    create_user,
+    from_threads,
+    login,
+)
 from tests.integration.tables.scenario import concurrently
 
 pytestmark = pytest.mark.asyncio
@@ -688,25 +694,6 @@ def _hold_the_first_password_check(monkeypatch) -> tuple[threading.Event, thread
     return checked, release
 
 
-@contextlib.contextmanager
-def _from_threads(client):
-    """A synchronous client of the app and two threads to send requests from, so a request
-    can wait inside the app while the test sends others."""
-    from litestar.testing.transport import TestClientTransport
-
-    class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
-        inner = TestClientTransport(client=client, raise_server_exceptions=True)
-
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return self.inner.handle_request(request)
-
-    with (
-        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
-        ThreadPoolExecutor(max_workers=2) as pool,
-    ):
-        yield sync, pool
-
-
 async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_token(
     client, settings, monkeypatch
 ):
@@ -719,7 +706,7 @@ async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_toke
     old = {"username": "dino", "password": DEFAULT_PASSWORD}
     change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
     loop = asyncio.get_running_loop()
-    with _from_threads(client) as (sync, pool):
+    with from_threads(client) as (sync, pool):
         late = loop.run_in_executor(pool, lambda: sync.post("/auth/login", json=old))
         assert await asyncio.to_thread(checked.wait, 30)
         changed = await loop.run_in_executor(
@@ -773,7 +760,7 @@ async def test_a_password_change_waiting_to_hash_holds_no_lock_and_revokes_login
     checked, release = _hold_the_first_password_check(monkeypatch)  # the change's
     change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
     loop = asyncio.get_running_loop()
-    with _from_threads(client) as (sync, pool):
+    with from_threads(client) as (sync, pool):
         pending = loop.run_in_executor(
             pool, lambda: sync.post("/auth/password", json=change, headers=auth(token))
         )

@@ -61,6 +61,7 @@ APPEND_ONLY = (
     "game.audit_sweeps",
     "game.fee_rates",
     "game.table_actions",
+    "game.account_suspensions",
     "ledger.transfers",
     "ledger.entries",
     "ledger.settlements",
@@ -353,15 +354,16 @@ GAME_UPDATED_COLUMNS = {
         "timer_kind",
     ],
     "game.seats": ["engine_seat", "entry_transfer_id", "left_at", "refund_transfer_id"],
-    "game.users": ["password_hash"],
+    "game.users": ["password_hash", "suspended_at"],
     "game.access_tokens": ["revoked_at"],
     "game.presence": ["acted_at", "last_seen_at", "timeouts_in_a_row"],
     "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],
 }
 """What the game service updates of its mutable tables (migrations ``game_0008``,
-``game_0010``, ``game_0012``): a match's live state, a seat's match seat, transfers and
-leaving, a user's password hash, a token's revocation, presence and a deadline's handling;
-never a table's entry, fee snapshot or options, nor a seat's owner, nor a user's role."""
+``game_0010``, ``game_0012``, ``game_0017``): a match's live state, a seat's match seat,
+transfers and leaving, a user's password hash and suspension, a token's revocation, presence
+and a deadline's handling; never a table's entry, fee snapshot or options, nor a seat's owner,
+nor a user's role."""
 
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),
@@ -404,6 +406,7 @@ REFUSED = [
     "UPDATE game.seats SET table_id = gen_random_uuid()",
     "UPDATE game.seats SET position = 0",
     "UPDATE game.users SET role = 'operator'",
+    "UPDATE game.account_suspensions SET action = 'reinstate'",
     "UPDATE game.access_tokens SET user_id = gen_random_uuid()",
     "UPDATE game.access_tokens SET expires_at = now() + interval '1 year'",
     "UPDATE game.deadlines SET due_at = now()",

@@ -1,0 +1,180 @@
+"""Suspending and reinstating accounts (operators), and the check every paid step makes.
+
+A suspended account (fraud, collusion, a player's own request to stop playing) cannot log in
+(``403 account_suspended``, told only to whoever knows the password), its tokens stop working
+at once (every live one is revoked, and a token is honoured only for an account that is not
+suspended) and it cannot take a seat or open a table.  Its seats at tables that have not
+started are given up with their entries refunded (``app.tables.suspended``); a match it already
+plays goes on without it, its turns played by the timers as for any player who went away, and
+what it wins is paid to its wallet.  The wallet stays as it is: deposits still arrive and
+operators still pay withdrawals out.
+
+Every suspension and reinstatement is a row of ``game.account_suspensions`` (who, when, why),
+which nobody can change or delete.  A suspension locks the user's row (``FOR NO KEY UPDATE``);
+seating and opening a table read it under a share lock first (:func:`require_active`), so a
+seat is either taken before the suspension commits (and then given up by it) or refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+from sqlalchemy import select, update
+
+from app.accounts.models import AccessToken, AccountSuspension, User
+from app.db.base import utcnow
+from app.errors import ConflictError, ForbiddenError, NotFoundError
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ("SuspensionChange", "SuspensionService", "account_suspended", "require_active")
+
+logger = structlog.get_logger("raiz.accounts")
+
+
+def account_suspended() -> ForbiddenError:
+    """The refusal of anything a suspended account asks for."""
+    return ForbiddenError("This account is suspended; contact support.", code="account_suspended")
+
+
+async def require_active(session: AsyncSession, user_id: uuid.UUID) -> None:
+    """Refuse (``403 account_suspended``) unless the user is not suspended, reading the row
+    under a share lock held until the transaction ends: a suspension waits for the caller's
+    seat or table to commit, or the caller sees it.  Take it before any table's lock (the
+    order every paid step and the suspension share)."""
+    suspended_at = await session.scalar(
+        select(User.suspended_at).where(User.id == user_id).with_for_update(read=True)
+    )
+    if suspended_at is not None:
+        raise account_suspended()
+
+
+@dataclass(frozen=True, slots=True)
+class SuspensionChange:
+    """What a suspension or reinstatement did."""
+
+    user: User
+    record: AccountSuspension
+    revoked_tokens: int = 0
+
+
+class SuspensionService:
+    """Suspensions and reinstatements in one transaction each (the caller's session)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def _lock_user(self, user_id: uuid.UUID) -> User:
+        # FOR NO KEY UPDATE: tokens, seats and ledger rows referencing the user may still be
+        # inserted (key share); a seat's share lock (``require_active``) waits for it
+        user = await self._session.scalar(
+            select(User)
+            .where(User.id == user_id)
+            .with_for_update(key_share=True)
+            .execution_options(populate_existing=True)
+        )
+        if user is None:
+            raise NotFoundError(
+                "No such user.", code="user_not_found", details={"user_id": str(user_id)}
+            )
+        return user
+
+    async def suspend(
+        self, user_id: uuid.UUID, reason: str, actor_id: uuid.UUID | None
+    ) -> SuspensionChange:
+        """Suspend the account and revoke every live token of it; the caller commits.
+
+        ``user_not_found`` (404), ``cannot_suspend_self`` (409: an operator locking
+        themselves out), ``already_suspended`` (409)."""
+        if actor_id == user_id:
+            raise ConflictError("You cannot suspend your own account.", code="cannot_suspend_self")
+        user = await self._lock_user(user_id)
+        if user.suspended_at is not None:
+            raise ConflictError(
+                "The account is already suspended.",
+                code="already_suspended",
+                details={"suspended_at": user.suspended_at.isoformat()},
+            )
+        now = utcnow()
+        user.suspended_at = now
+        record = self._record(user, "suspend", reason, actor_id, now)
+        revoked = await self._session.execute(
+            update(AccessToken)
+            .where(
+                AccessToken.user_id == user.id,
+                AccessToken.revoked_at.is_(None),
+                AccessToken.expires_at > now,
+            )
+            .values(revoked_at=now)
+        )
+        await self._session.flush()
+        count = int(getattr(revoked, "rowcount", 0) or 0)
+        logger.info(
+            "account_suspended", user_id=str(user.id), actor_id=_text(actor_id), revoked=count
+        )
+        return SuspensionChange(user=user, record=record, revoked_tokens=count)
+
+    async def reinstate(
+        self, user_id: uuid.UUID, reason: str, actor_id: uuid.UUID | None
+    ) -> SuspensionChange:
+        """Lift the suspension (the account logs in again; nothing it gave up comes back);
+        the caller commits.  ``user_not_found`` (404), ``not_suspended`` (409)."""
+        user = await self._lock_user(user_id)
+        if user.suspended_at is None:
+            raise ConflictError("The account is not suspended.", code="not_suspended")
+        now = utcnow()
+        user.suspended_at = None
+        record = self._record(user, "reinstate", reason, actor_id, now)
+        await self._session.flush()
+        logger.info("account_reinstated", user_id=str(user.id), actor_id=_text(actor_id))
+        return SuspensionChange(user=user, record=record)
+
+    async def history(self, user_id: uuid.UUID) -> list[AccountSuspension]:
+        """Every suspension and reinstatement of the user, oldest first (``user_not_found``)."""
+        if await self._session.get(User, user_id) is None:
+            raise NotFoundError(
+                "No such user.", code="user_not_found", details={"user_id": str(user_id)}
+            )
+        rows = await self._session.scalars(
+            select(AccountSuspension)
+            .where(AccountSuspension.user_id == user_id)
+            .order_by(AccountSuspension.id)
+        )
+        return list(rows)
+
+    async def user_id_of(self, username: str) -> uuid.UUID:
+        """The id of ``username`` (the command line names users), ``user_not_found``."""
+        from app.accounts.service import normalize_username  # it imports this module
+
+        user_id = await self._session.scalar(
+            select(User.id).where(User.username == normalize_username(username))
+        )
+        if user_id is None:
+            raise NotFoundError(
+                "No such user.", code="user_not_found", details={"username": username}
+            )
+        return user_id
+
+    def _record(
+        self,
+        user: User,
+        action: str,
+        reason: str,
+        actor_id: uuid.UUID | None,
+        now: dt.datetime,
+    ) -> AccountSuspension:
+        record = AccountSuspension(
+            user_id=user.id, action=action, reason=reason, actor_id=actor_id, at=now
+        )
+        self._session.add(record)
+        return record
+
+
+def _text(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,76 @@
+"""HTTP routes of account suspensions (operators): they span accounts and tables."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from litestar import Controller, Request, get, post
+from litestar.params import FromPath, JSONBody
+from litestar.status_codes import HTTP_200_OK
+
+from app.accounts.auth import principal_of, requires_role
+from app.accounts.schemas import SuspensionChangeRead, SuspensionRead, SuspensionRequest, UserRead
+from app.accounts.suspension import SuspensionService
+from app.api.deps import DbSession
+from app.tables.suspended import SuspendedSeats
+
+__all__ = ("SuspensionController",)
+
+
+class SuspensionController(Controller):
+    """Suspend and reinstate accounts; every change is kept (``app.accounts.suspension``)."""
+
+    path = "/admin/users/{user_id:uuid}"
+    tags = ["admin"]
+    guards = [requires_role("operator")]
+
+    @post("/suspend", operation_id="suspendUser", status_code=HTTP_200_OK)
+    async def suspend(
+        self,
+        request: Request[Any, Any, Any],
+        user_id: FromPath[uuid.UUID],
+        data: JSONBody[SuspensionRequest],
+        db_session: DbSession,
+    ) -> SuspensionChangeRead:
+        """Suspend an account: it cannot log in, its tokens stop working, it cannot sit or open
+        a table, and its seats at tables that have not started are given up with their entries
+        refunded.  Matches it plays go on without it."""
+        change = await SuspensionService(db_session).suspend(
+            user_id, data.reason, principal_of(request).user_id
+        )
+        await db_session.commit()
+        released = await SuspendedSeats(
+            request.app.state.database, request.app.state.table_runtime
+        ).release(user_id)
+        return SuspensionChangeRead(
+            user=UserRead.of(change.user),
+            change=SuspensionRead.of(change.record),
+            revoked_tokens=change.revoked_tokens,
+            released_seats=released,
+        )
+
+    @post("/reinstate", operation_id="reinstateUser", status_code=HTTP_200_OK)
+    async def reinstate(
+        self,
+        request: Request[Any, Any, Any],
+        user_id: FromPath[uuid.UUID],
+        data: JSONBody[SuspensionRequest],
+        db_session: DbSession,
+    ) -> SuspensionChangeRead:
+        """Lift a suspension: the account logs in again (nothing it gave up comes back)."""
+        change = await SuspensionService(db_session).reinstate(
+            user_id, data.reason, principal_of(request).user_id
+        )
+        await db_session.commit()
+        return SuspensionChangeRead(
+            user=UserRead.of(change.user), change=SuspensionRead.of(change.record)
+        )
+
+    @get("/suspensions", operation_id="listUserSuspensions")
+    async def history(
+        self, user_id: FromPath[uuid.UUID], db_session: DbSession
+    ) -> list[SuspensionRead]:
+        """Every suspension and reinstatement of the account, oldest first."""
+        records = await SuspensionService(db_session).history(user_id)
+        return [SuspensionRead.of(record) for record in records]

@@ -1,0 +1,75 @@
+"""Giving up the seats suspended accounts hold at tables that have not started.
+
+A suspension (``app.accounts.suspension``) is committed first; then each seat of the account at
+an open table is given up with its entry refunded, one table per transaction (a table's lock,
+then the wallets: the order every refund takes, so this never deadlocks with a cancellation).
+The suspension request does it at once for its account; a periodic job does it for every
+suspended account, so a seat left by an interrupted request is given up within a minute.  A
+seat whose account was reinstated meanwhile is kept; a table that started meanwhile keeps the
+player, whose turns its timers play.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Final
+
+import structlog
+from sqlalchemy import select
+
+from app.accounts.models import User
+from app.tables.models import Seat, Table
+from app.tables.service import TableService
+
+if TYPE_CHECKING:
+    from app.db import Database
+    from app.tables.runtime import TableRuntime
+
+__all__ = ("RELEASE_INTERVAL_S", "SuspendedSeats")
+
+RELEASE_INTERVAL_S: Final = 60.0
+"""How often every worker's scheduler gives up the seats suspended accounts still hold."""
+
+logger = structlog.get_logger("raiz.tables")
+
+
+class SuspendedSeats:
+    """The seats of suspended accounts at open tables, given up and refunded."""
+
+    def __init__(self, database: Database, runtime: TableRuntime) -> None:
+        self._database = database
+        self._runtime = runtime
+
+    async def release(self, user_id: uuid.UUID | None = None) -> int:
+        """Give up the seats at open tables of ``user_id`` (every suspended account by
+        default); returns how many were given up."""
+        query = (
+            select(Seat.table_id, Seat.user_id)
+            .join(Table, Table.id == Seat.table_id)
+            .join(User, User.id == Seat.user_id)
+            .where(Seat.left_at.is_(None), Table.status == "open", User.suspended_at.is_not(None))
+            .order_by(Seat.table_id, Seat.user_id)
+        )
+        if user_id is not None:
+            query = query.where(Seat.user_id == user_id)
+        async with self._database.session() as session:
+            held = (await session.execute(query)).all()
+        released = 0
+        for table_id, holder in held:
+            released += await self._give_up(table_id, holder)
+        return released
+
+    async def _give_up(self, table_id: uuid.UUID, user_id: uuid.UUID) -> int:
+        async with self._database.session() as session:
+            # the account first, then the table: the order of a seat being taken
+            suspended_at = await session.scalar(
+                select(User.suspended_at).where(User.id == user_id).with_for_update(read=True)
+            )
+            if suspended_at is None:  # reinstated meanwhile: the seat stays
+                return 0
+            service = TableService(self._runtime.context(session))
+            if not await service.give_up_seat(table_id, user_id):
+                return 0
+            await session.commit()
+        logger.info("suspended_seat_given_up", table_id=str(table_id), user_id=str(user_id))
+        return 1
