@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,7 +13,15 @@ from app.accounts.service import AccountService
 from app.config import Settings
 from app.db import Database
 
-__all__ = ("ERROR_KEYS", "assert_error", "auth", "create_user", "from_threads", "login")
+__all__ = (
+    "ERROR_KEYS",
+    "assert_error",
+    "auth",
+    "behind_the_proxy",
+    "create_user",
+    "from_threads",
+    "login",
+)
 
 ERROR_KEYS = {"code", "message", "details"}
 DEFAULT_PASSWORD = "correct horse battery"
@@ -73,3 +81,38 @@ def from_threads(client: Any) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor
         ThreadPoolExecutor(max_workers=2) as pool,
     ):
         yield sync, pool
+
+
+@contextlib.asynccontextmanager
+async def behind_the_proxy(
+    settings: Settings,
+) -> AsyncIterator[Callable[..., Awaitable[httpx.Response]]]:
+    """Log in as through the deploy's nginx: uvicorn trusts the proxy on loopback and takes
+    the client address from X-Forwarded-For; ``send(address, username, password)`` (a
+    sign-up with ``path="/auth/signup"``; a login from a known device with ``device_token``)."""
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    from app.main import create_app
+
+    app = create_app(settings)
+    transport = httpx.ASGITransport(
+        app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
+    )
+    async with (
+        app.lifespan(),
+        httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
+    ):
+
+        async def send(
+            address: str,
+            username: str,
+            password: str,
+            path: str = "/auth/login",
+            device_token: str | None = None,
+        ) -> httpx.Response:
+            body = {"username": username, "password": password}
+            if device_token is not None:
+                body["device_token"] = device_token
+            return await proxied.post(path, json=body, headers={"X-Forwarded-For": address})
+
+        yield send

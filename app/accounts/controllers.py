@@ -59,10 +59,13 @@ class AuthController(Controller):
         """Exchange credentials for a bearer token (throttled after repeated failures)."""
         remote = request.client.host if request.client else None
         issued = await AccountService(db_session, settings).login(
-            data.username, data.password, remote
+            data.username, data.password, remote, data.device_token
         )
         return TokenRead(
-            token=issued.token, expires_at=issued.expires_at, user=UserRead.of(issued.user)
+            token=issued.token,
+            expires_at=issued.expires_at,
+            user=UserRead.of(issued.user),
+            device_token=issued.device_token,
         )
 
     @post("/password", operation_id="changePassword", status_code=HTTP_200_OK)

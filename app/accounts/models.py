@@ -25,6 +25,7 @@ __all__ = (
     "SUSPENSION_REASON_MAX_LENGTH",
     "AccessToken",
     "AccountSuspension",
+    "LoginDevice",
     "LoginFailure",
     "User",
 )
@@ -100,6 +101,12 @@ class LoginFailure(GameBase):
     __table_args__ = (
         Index("ix_login_failures_username_at", "username", "at"),
         Index("ix_login_failures_client_key_at", "client_key", "at"),
+        Index(
+            "ix_login_failures_device_id_at",
+            "device_id",
+            "at",
+            postgresql_where=text("device_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
@@ -110,3 +117,23 @@ class LoginFailure(GameBase):
     remote_address: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     """What failures are counted by: the address, or an IPv6 address's /64 network."""
+    device_id: Mapped[uuid.UUID | None] = mapped_column()
+    """The known device the login came from (``LoginDevice``): then it is counted by that
+    device alone."""
+
+
+class LoginDevice(GameBase):
+    """A device a user logged in from (``app.accounts.devices``): only the SHA-256 of its
+    token is stored, as for bearer tokens."""
+
+    __tablename__ = "login_devices"
+    __table_args__ = (
+        Index("ix_login_devices_user_id_created_at", "user_id", "created_at"),
+        Index("ix_login_devices_expires_at", "expires_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    token_sha256: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))

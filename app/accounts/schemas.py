@@ -56,6 +56,20 @@ class LoginRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     username: Username
     password: Password
+    device_token: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=128,
+                description=(
+                    "The device_token a previous login on this device returned: failed logins "
+                    "from it are counted apart from everybody else's (strangers guessing the "
+                    "password do not lock this device out)."
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
@@ -158,3 +172,6 @@ class TokenRead(msgspec.Struct):
     expires_at: dt.datetime
     user: UserRead
     token_type: str = "bearer"  # noqa: S105 - the token scheme, not a secret
+    device_token: str | None = None
+    """Keep it on this device and send it with later logins (``LoginRequest.device_token``);
+    null when the login presented a live one."""

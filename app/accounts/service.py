@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -20,6 +21,7 @@ import structlog
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.accounts.devices import KnownDevices
 from app.accounts.models import (
     ROLES,
     AccessToken,
@@ -102,6 +104,8 @@ class IssuedToken:
     token: str
     expires_at: dt.datetime
     user: User
+    device_token: str | None = None
+    """A new device token (``app.accounts.devices``), unless the login presented a live one."""
 
 
 def token_digest(token: str) -> bytes:
@@ -121,6 +125,7 @@ class AccountService:
         self._session = session
         self._settings = settings
         self._throttle = Throttle(session, settings)
+        self._devices = KnownDevices(session)
 
     def _check_new_password(self, password: str) -> None:
         """``weak_password`` (400) unless ``password`` has an accepted length."""
@@ -186,7 +191,13 @@ class AccountService:
             raise _username_taken(user.username) from None
         return user
 
-    async def login(self, username: str, password: str, remote_address: str | None) -> IssuedToken:
+    async def login(
+        self,
+        username: str,
+        password: str,
+        remote_address: str | None,
+        device_token: str | None = None,
+    ) -> IssuedToken:
         """Check the password and issue a token; throttled per username and client address.
 
         Three counts of failed logins within ``login_window_s`` throttle an attempt (429
@@ -195,7 +206,9 @@ class AccountService:
         every username (``login_max_failures_per_address``; not counted when the address is
         unknown).  An IPv6 address counts as its /64 network (``client_key``).  So a stranger
         guessing at a player's password locks only their own address out of that account, not
-        the player, unless the guesses come from many addresses.
+        the player, unless the guesses come from many addresses; and from a device the player
+        logged in from before (``device_token``, ``app.accounts.devices``) only the failures
+        from that device count, so strangers never lock the player's own devices out.
 
         The attempt is recorded (and committed) as a failure before the password is checked,
         and the counts include it: guesses sent all at once each see the others, so no more
@@ -203,7 +216,8 @@ class AccountService:
         its username from its address only: the player's own mistakes, not a stranger's.
         """
         name = normalize_username(username)
-        client = await self._throttle.record_attempt(name, remote_address)
+        device = await self._devices.find(name, device_token)
+        client = await self._throttle.record_attempt(name, remote_address, device)
         user = await self._session.scalar(select(User).where(User.username == name))
         stored = None if user is None else user.password_hash
         matches = await _hashing(_check_password, password, stored, self._settings)
@@ -226,8 +240,10 @@ class AccountService:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         if suspended_at is not None:
             raise account_suspended()
-        await self._throttle.clear_failures(name, client)
+        await self._throttle.clear_failures(name, client, device=device)
         issued = self._new_token(user)
+        if device is None:
+            issued = dataclasses.replace(issued, device_token=await self._devices.issue(user.id))
         await self._session.commit()
         return issued
 
@@ -292,7 +308,8 @@ class AccountService:
     async def set_password(self, username: str, new_password: str) -> int:
         """Give ``username`` a new password without the current one (``raiz users
         set-password``: an operator restoring a player's access after checking who they are
-        elsewhere) and revoke every live token of theirs; returns how many were revoked.
+        elsewhere) and revoke every live token of theirs; returns how many were revoked.  Their
+        known devices are forgotten (whoever held the account may have logged in from one).
         ``weak_password`` (400), ``user_not_found`` (404)."""
         self._check_new_password(new_password)
         name = normalize_username(username)
@@ -317,6 +334,7 @@ class AccountService:
             .values(revoked_at=utcnow())
         )
         await self._throttle.clear_failures(name, every=True)
+        await self._devices.forget_all(user.id)
         await self._session.commit()
         count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_set", user_id=str(user.id), revoked_tokens=count)
@@ -375,7 +393,9 @@ class AccountService:
         return int(getattr(result, "rowcount", 0) or 0)
 
     async def forget_old_login_failures(self) -> int:
-        """Delete failed logins older than the throttling window; returns how many."""
+        """Delete failed logins older than the throttling window and expired devices; returns
+        how many failures."""
+        await self._devices.forget_expired()
         return await self._throttle.forget_old_failures()
 
     async def get_user(self, user_id: uuid.UUID) -> User:

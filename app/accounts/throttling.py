@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import uuid
 from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import delete, func, or_, select, text
@@ -66,7 +67,9 @@ class Throttle:
         self._session = session
         self._settings = settings
 
-    async def record_attempt(self, name: str, remote_address: str | None) -> str | None:
+    async def record_attempt(
+        self, name: str, remote_address: str | None, device: uuid.UUID | None = None
+    ) -> str | None:
         """Record a password check of ``name`` as a failure (committed) and return its client
         key; ``login_throttled`` (429, nothing recorded) when a count is over its limit.
 
@@ -77,15 +80,25 @@ class Throttle:
         stranger guessing at a player's password locks only their own client out of that
         account, not the player, unless the guesses come from many clients.  Guesses sent all
         at once each see the others, so no more than ``login_max_failures`` are checked.
+
+        From a known ``device`` of the user (``app.accounts.devices``) one count only: this
+        username from this device (``login_max_failures``), so the player's own devices keep
+        logging in while strangers fill the others.
         """
         if remote_address is not None:
             # from X-Forwarded-For behind a proxy: whatever the client wrote
             remote_address = remote_address[:REMOTE_ADDRESS_MAX_LENGTH]
         client = client_key(remote_address)
-        attempt = LoginFailure(username=name, remote_address=remote_address, client_key=client)
+        attempt = LoginFailure(
+            username=name, remote_address=remote_address, client_key=client, device_id=device
+        )
         self._session.add(attempt)
         await self._session.commit()
-        if await self._over_limit(name, client):
+        if device is not None:
+            over = await self._device_over_limit(name, device)
+        else:
+            over = await self._over_limit(name, client)
+        if over:
             # a refused attempt is not a failure: it changes nothing
             await self._session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id))
             await self._session.commit()
@@ -118,14 +131,33 @@ class Throttle:
             or (client is not None and address > settings.login_max_failures_per_address)
         )
 
+    async def _device_over_limit(self, name: str, device: uuid.UUID) -> bool:
+        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        failures = await self._session.scalar(
+            select(func.count()).where(
+                LoginFailure.device_id == device,
+                LoginFailure.username == name,
+                LoginFailure.at > window_start,
+            )
+        )
+        return (failures or 0) > self._settings.login_max_failures
+
     async def clear_failures(
-        self, name: str, client: str | None = None, *, every: bool = False
+        self,
+        name: str,
+        client: str | None = None,
+        *,
+        device: uuid.UUID | None = None,
+        every: bool = False,
     ) -> None:
-        """Delete the failures of ``name`` from ``client`` (a success: the player's own
-        mistakes, not a stranger's), or from every client with ``every``; not committed."""
+        """Delete the failures of ``name`` from ``client`` or from ``device`` (a success: the
+        player's own mistakes, not a stranger's), or from everywhere with ``every``; not
+        committed."""
         condition = LoginFailure.username == name
-        if not every:
-            condition = condition & _same_client(client)
+        if device is not None:
+            condition = condition & (LoginFailure.device_id == device)
+        elif not every:
+            condition = condition & _same_client(client) & LoginFailure.device_id.is_(None)
         await self._session.execute(delete(LoginFailure).where(condition))
 
     async def forget_old_failures(self) -> int:

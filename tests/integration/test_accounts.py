@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import threading
 import uuid
 
 import asyncpg
-import httpx
 import pytest
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from app.main import create_app
 from tests.helpers import (
     DEFAULT_PASSWORD,
     assert_error,
     auth,
+    behind_the_proxy,
     create_user,
     from_threads,
     login,
@@ -345,44 +342,18 @@ async def test_deeply_nested_json_is_a_malformed_body_not_a_server_error(client)
         assert_error(response, 400, "validation_error")
 
 
-@contextlib.asynccontextmanager
-async def _behind_the_proxy(settings):
-    """Log in as through the deploy's nginx: uvicorn trusts the proxy on loopback and takes
-    the client address from X-Forwarded-For; ``send(address, username, password)`` (a
-    sign-up with ``path="/auth/signup"``)."""
-    app = create_app(settings)
-    transport = httpx.ASGITransport(
-        app=ProxyHeadersMiddleware(app, trusted_hosts="127.0.0.1"), client=("127.0.0.1", 40000)
-    )
-    async with (
-        app.lifespan(),
-        httpx.AsyncClient(transport=transport, base_url="http://raiz") as proxied,
-    ):
-
-        async def send(
-            address: str, username: str, password: str, path: str = "/auth/login"
-        ) -> httpx.Response:
-            return await proxied.post(
-                path,
-                json={"username": username, "password": password},
-                headers={"X-Forwarded-For": address},
-            )
-
-        yield send
-
-
 async def test_a_long_forwarded_client_address_does_not_break_a_failed_login(settings):
     # Behind the deploy's nginx (a trusted proxy on loopback) uvicorn takes the client address
     # from X-Forwarded-For, which the client writes: any string, of any length.
     await create_user(settings, "otto")
-    async with _behind_the_proxy(settings) as send:
+    async with behind_the_proxy(settings) as send:
         response = await send("x" * 300, "otto", "not-the-password")
         assert_error(response, 401, "invalid_credentials")
 
 
 async def test_a_stranger_guessing_a_password_locks_out_only_their_own_address(settings):
     await create_user(settings, "quim")
-    async with _behind_the_proxy(settings) as send:
+    async with behind_the_proxy(settings) as send:
         for _ in range(settings.login_max_failures):
             response = await send("203.0.113.9", "quim", "not-the-password")
             assert_error(response, 401, "invalid_credentials")
@@ -395,7 +366,7 @@ async def test_a_stranger_guessing_a_password_locks_out_only_their_own_address(s
 
 async def test_a_successful_login_clears_the_failures_of_its_own_address(settings):
     await create_user(settings, "rita")
-    async with _behind_the_proxy(settings) as send:
+    async with behind_the_proxy(settings) as send:
         for _ in range(settings.login_max_failures - 1):
             await send("198.51.100.7", "rita", "not-the-password")
         assert (await send("198.51.100.7", "rita", DEFAULT_PASSWORD)).status_code == 200
@@ -408,7 +379,7 @@ async def test_a_successful_login_clears_the_failures_of_its_own_address(setting
 async def test_the_addresses_of_one_ipv6_network_count_as_one_client(settings):
     # a subscriber is given a whole /64: a new address for every guess is still one client
     await create_user(settings, "wania")
-    async with _behind_the_proxy(settings) as send:
+    async with behind_the_proxy(settings) as send:
         for n in range(settings.login_max_failures):
             response = await send(f"2001:db8:1:2::{n + 1:x}", "wania", "not-the-password")
             assert_error(response, 401, "invalid_credentials")
@@ -421,7 +392,7 @@ async def test_guessing_spread_over_many_addresses_throttles_the_account(setting
     limited = settings.model_copy(update={"login_max_failures_per_account": 8})
     await create_user(settings, "saulo")
     await create_user(settings, "tania")
-    async with _behind_the_proxy(limited) as send:
+    async with behind_the_proxy(limited) as send:
         for n in range(8):  # two guesses from each of four addresses
             response = await send(f"203.0.113.{n // 2}", "saulo", "not-the-password")
             assert_error(response, 401, "invalid_credentials")
@@ -434,7 +405,7 @@ async def test_guessing_spread_over_many_addresses_throttles_the_account(setting
 async def test_one_address_trying_many_accounts_is_throttled(settings):
     limited = settings.model_copy(update={"login_max_failures_per_address": 6})
     await create_user(settings, "ugo")
-    async with _behind_the_proxy(limited) as send:
+    async with behind_the_proxy(limited) as send:
         for n in range(6):
             response = await send("203.0.113.9", f"someone{n}", "a guessed password")
             assert_error(response, 401, "invalid_credentials")
@@ -627,7 +598,7 @@ async def test_an_operator_sets_a_lost_password_from_the_command_line(client, se
 
 async def test_one_address_signs_up_at_most_the_limit_of_players_within_the_window(settings):
     limited = settings.model_copy(update={"signup_max_per_address": 3})
-    async with _behind_the_proxy(limited) as send:
+    async with behind_the_proxy(limited) as send:
         for n in range(3):
             response = await send("203.0.113.9", f"farm{n}", DEFAULT_PASSWORD, "/auth/signup")
             assert response.status_code == 201, response.text
@@ -656,7 +627,7 @@ async def test_one_address_signs_up_at_most_the_limit_of_players_within_the_wind
         )
     finally:
         await connection.close()
-    async with _behind_the_proxy(limited) as send:
+    async with behind_the_proxy(limited) as send:
         again = await send("203.0.113.9", "farm4", DEFAULT_PASSWORD, "/auth/signup")
         assert again.status_code == 201, again.text
 

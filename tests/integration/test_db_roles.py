@@ -365,6 +365,10 @@ transfers and leaving, a user's password hash and suspension, a token's revocati
 and a deadline's handling; never a table's entry, fee snapshot or options, nor a seat's owner,
 nor a user's role."""
 
+DELETED_ONLY = {"game.login_failures", "game.login_devices"}
+"""Inserted and deleted, never updated: failed logins (a success clears them, old ones go)
+and known devices (expired ones go; ``game_0018``)."""
+
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),
     *(f"ALTER TABLE {table} DISABLE TRIGGER ALL" for table in APPEND_ONLY),
@@ -522,7 +526,7 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
             if row["append_only"]:
                 assert not (row["can_update"] or row["can_delete"]), name
         deletable = {name for name, row in tables.items() if row["can_delete"]}
-        assert deletable == {"game.login_failures"}
+        assert deletable == DELETED_ONLY
         # the ledger's accounts: UPDATE on the columns it changes only (migration ledger_0004)
         assert not tables["ledger.accounts"]["can_update"]
         updatable = await connection.fetchval(
@@ -546,7 +550,7 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
         mutable = {
             name
             for name, row in tables.items()
-            if not row["append_only"] and name.startswith("game.") and name != "game.login_failures"
+            if not row["append_only"] and name.startswith("game.") and name not in DELETED_ONLY
         }
         assert mutable == set(GAME_UPDATED_COLUMNS)
         # SELECT ... FOR UPDATE on rng.rounds needs UPDATE on a column (the trigger refuses it)

@@ -1,0 +1,102 @@
+"""Known devices: a player keeps logging in from their own devices while strangers guess.
+
+The per-account and per-address limits of the login throttle (``app.accounts.throttling``)
+can be filled by a stranger guessing from many addresses, which would lock the player out
+too.  So every successful login that did not present one is answered with a *device token*
+(``TokenRead.device_token``, to be kept by the client and sent with its later logins); a
+login presenting a live device token of its username is counted by that device alone
+(``login_max_failures`` failures in the window), not by the limits strangers share.  A device
+token opens nothing by itself: the password is still checked.  Only its SHA-256 is stored.
+
+Devices live ``DEVICE_TTL``; a user keeps at most ``MAX_DEVICES_PER_USER`` (a client that
+never keeps its token would otherwise add one per login: the oldest go first); an operator
+setting a new password (``raiz users set-password``, an account taken back) forgets them all.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+import uuid
+from typing import TYPE_CHECKING, Final
+
+from sqlalchemy import delete, select
+
+from app.accounts.models import LoginDevice, User
+from app.db.base import utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ("DEVICE_TOKEN_MAX_LENGTH", "DEVICE_TTL", "MAX_DEVICES_PER_USER", "KnownDevices")
+
+DEVICE_TTL: Final = dt.timedelta(days=180)
+MAX_DEVICES_PER_USER: Final = 20
+DEVICE_TOKEN_MAX_LENGTH: Final = 128
+_DEVICE_TOKEN_BYTES: Final = 32
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+class KnownDevices:
+    """The known devices on one database session (the account service's)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def find(self, username: str, token: str | None) -> uuid.UUID | None:
+        """The id of the live device ``token`` names for ``username`` (normalized), else
+        None: an unknown, expired or forgotten token, or another user's, counts as none."""
+        if not token:
+            return None
+        return await self._session.scalar(
+            select(LoginDevice.id)
+            .join(User, User.id == LoginDevice.user_id)
+            .where(
+                LoginDevice.token_sha256 == _digest(token),
+                LoginDevice.expires_at > utcnow(),
+                User.username == username,
+            )
+        )
+
+    async def issue(self, user_id: uuid.UUID) -> str:
+        """A new device token of the user (not committed); beyond ``MAX_DEVICES_PER_USER``
+        the oldest are forgotten."""
+        token = secrets.token_urlsafe(_DEVICE_TOKEN_BYTES)
+        now = utcnow()
+        self._session.add(
+            LoginDevice(
+                user_id=user_id,
+                token_sha256=_digest(token),
+                created_at=now,
+                expires_at=now + DEVICE_TTL,
+            )
+        )
+        await self._session.flush()
+        kept = (
+            select(LoginDevice.id)
+            .where(LoginDevice.user_id == user_id)
+            .order_by(LoginDevice.created_at.desc(), LoginDevice.id.desc())
+            .limit(MAX_DEVICES_PER_USER)
+        )
+        await self._session.execute(
+            delete(LoginDevice).where(
+                LoginDevice.user_id == user_id, LoginDevice.id.not_in(kept.scalar_subquery())
+            )
+        )
+        return token
+
+    async def forget_all(self, user_id: uuid.UUID) -> None:
+        """Forget every device of the user (not committed)."""
+        await self._session.execute(delete(LoginDevice).where(LoginDevice.user_id == user_id))
+
+    async def forget_expired(self) -> int:
+        """Delete expired devices (run with the login failures' clean-up); returns how many."""
+        result = await self._session.execute(
+            delete(LoginDevice).where(LoginDevice.expires_at <= utcnow())
+        )
+        await self._session.commit()
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,149 @@
+"""Known devices: strangers guessing from many addresses do not lock the player's devices out."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from app.accounts.devices import MAX_DEVICES_PER_USER
+from tests.helpers import DEFAULT_PASSWORD, assert_error, behind_the_proxy, create_user
+from tests.integration.tables.scenario import sql
+
+pytestmark = pytest.mark.asyncio
+
+WRONG = "not-the-password"
+
+
+async def _lock_the_account(send, username: str, failures: int) -> None:
+    """``failures`` wrong guesses at ``username`` from as many addresses."""
+    for n in range(failures):
+        assert_error(await send(f"203.0.113.{n}", username, WRONG), 401, "invalid_credentials")
+
+
+async def _devices(settings, username: str) -> int:
+    rows = await sql(
+        settings,
+        "SELECT count(*) FROM game.login_devices d JOIN game.users u ON u.id = d.user_id "
+        "WHERE u.username = :name",
+        name=username,
+    )
+    return int(rows[0][0])
+
+
+async def test_a_known_device_logs_in_while_strangers_lock_the_account(settings):
+    limited = settings.model_copy(update={"login_max_failures_per_account": 6})
+    await create_user(settings, "ana")
+    async with behind_the_proxy(limited) as send:
+        first = await send("198.51.100.7", "ana", DEFAULT_PASSWORD)
+        assert first.status_code == 200, first.text
+        device = first.json()["device_token"]
+        assert isinstance(device, str) and len(device) >= 40
+        await _lock_the_account(send, "ana", 6)
+        # a new device, even from the player's own address, is locked out with everybody ...
+        assert_error(await send("198.51.100.7", "ana", DEFAULT_PASSWORD), 429, "login_throttled")
+        # ... the known one, from any address, gets in (and is not given another token)
+        known = await send("192.0.2.1", "ana", DEFAULT_PASSWORD, device_token=device)
+        assert known.status_code == 200, known.text
+        assert known.json()["device_token"] is None
+        # a device token opens nothing by itself
+        guess = await send("192.0.2.1", "ana", WRONG, device_token=device)
+        assert_error(guess, 401, "invalid_credentials")
+    assert await _devices(settings, "ana") == 1
+
+
+async def test_a_known_device_is_throttled_on_its_own_failures(settings):
+    await create_user(settings, "bia")
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "bia", DEFAULT_PASSWORD)).json()["device_token"]
+        for n in range(settings.login_max_failures):
+            guess = await send(f"192.0.2.{n}", "bia", WRONG, device_token=device)
+            assert_error(guess, 401, "invalid_credentials")
+        refused = await send("192.0.2.99", "bia", DEFAULT_PASSWORD, device_token=device)
+        assert_error(refused, 429, "login_throttled")
+        # the device's failures are its own: a new device is not throttled by them
+        assert (await send("198.51.100.8", "bia", DEFAULT_PASSWORD)).status_code == 200
+
+
+async def test_another_users_expired_or_unknown_device_token_counts_as_none(settings):
+    limited = settings.model_copy(update={"login_max_failures_per_account": 3})
+    await create_user(settings, "caio")
+    await create_user(settings, "dani")
+    async with behind_the_proxy(limited) as send:
+        caio = (await send("198.51.100.7", "caio", DEFAULT_PASSWORD)).json()["device_token"]
+        dani = (await send("198.51.100.7", "dani", DEFAULT_PASSWORD)).json()["device_token"]
+        await sql(
+            settings,
+            "UPDATE game.login_devices SET expires_at = :past WHERE user_id = "
+            "(SELECT id FROM game.users WHERE username = 'dani')",
+            past=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1),
+        )
+        await _lock_the_account(send, "dani", 3)
+        for token in (caio, dani, "made-up", "x" * 128):
+            refused = await send("192.0.2.1", "dani", DEFAULT_PASSWORD, device_token=token)
+            assert_error(refused, 429, "login_throttled")
+        too_long = await send("192.0.2.1", "dani", DEFAULT_PASSWORD, device_token="x" * 129)
+        assert_error(too_long, 400, "validation_error")
+
+
+async def test_a_player_keeps_at_most_the_limit_of_devices_the_newest(settings):
+    await create_user(settings, "edu")
+    async with behind_the_proxy(settings) as send:
+        tokens = [
+            (await send("198.51.100.7", "edu", DEFAULT_PASSWORD)).json()["device_token"]
+            for _ in range(MAX_DEVICES_PER_USER + 2)
+        ]
+        assert len(set(tokens)) == len(tokens)
+        assert await _devices(settings, "edu") == MAX_DEVICES_PER_USER
+        limited = settings.model_copy(update={"login_max_failures_per_account": 1})
+    async with behind_the_proxy(limited) as send:
+        await _lock_the_account(send, "edu", 1)
+        newest = await send("192.0.2.1", "edu", DEFAULT_PASSWORD, device_token=tokens[-1])
+        assert newest.status_code == 200, newest.text
+        oldest = await send("192.0.2.1", "edu", DEFAULT_PASSWORD, device_token=tokens[0])
+        assert_error(oldest, 429, "login_throttled")
+
+
+async def test_setting_a_new_password_forgets_the_devices(settings, cli):
+    import asyncio
+
+    from app.cli import main
+
+    await create_user(settings, "fia")
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "fia", DEFAULT_PASSWORD)).json()["device_token"]
+    result = await asyncio.to_thread(
+        cli.invoke,
+        main,
+        ["users", "set-password", "--username", "fia", "--password", "a new passphrase"],
+    )
+    assert result.exit_code == 0, result.output
+    assert await _devices(settings, "fia") == 0
+    limited = settings.model_copy(update={"login_max_failures_per_account": 1})
+    async with behind_the_proxy(limited) as send:
+        await _lock_the_account(send, "fia", 1)
+        stale = await send("192.0.2.1", "fia", "a new passphrase", device_token=device)
+        assert_error(stale, 429, "login_throttled")
+
+
+async def test_expired_devices_are_forgotten_by_the_clean_up(settings):
+    from app.accounts.service import AccountService
+    from app.db import Database
+
+    await create_user(settings, "gil")
+    async with behind_the_proxy(settings) as send:
+        for _ in range(2):
+            assert (await send("198.51.100.7", "gil", DEFAULT_PASSWORD)).status_code == 200
+    await sql(
+        settings,
+        "UPDATE game.login_devices SET expires_at = now() - interval '1 second' WHERE id = "
+        "(SELECT id FROM game.login_devices ORDER BY created_at LIMIT 1)",
+    )
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        async with database.session() as session:
+            await AccountService(session, settings).forget_old_login_failures()
+    finally:
+        await database.dispose()
+    assert await _devices(settings, "gil") == 1
