@@ -1,9 +1,12 @@
 """Checkpoints: signed RFC 6962 tree heads over every signed round, and inclusion proofs.
 
 A checkpoint appends the rounds signed since the last one to ``game.merkle_leaves`` (in the
-order they were signed, then by round id), stores the hashes of the complete subtrees they
-complete in ``game.merkle_nodes`` (PostgreSQL's ``sha256``, the RFC 6962 leaf and node
-hashes), computes the Merkle root of all leaves from those and signs
+order they were signed, then by round id): those of ``game.pending_leaves``, the queue a
+trigger adds each signature to in its own transaction, so a signature whose transaction
+committed after a checkpoint it was signed before is appended by the next one, and finding
+them reads the queue, not ten years of signatures.  It stores the hashes of the complete
+subtrees they complete in ``game.merkle_nodes`` (PostgreSQL's ``sha256``, the RFC 6962 leaf
+and node hashes), computes the Merkle root of all leaves from those and signs
 ``{tree_size, root, created_at, key_id}``.  A root or an audit path reads O(log n) stored
 subtrees, never the whole tree: the tree grows for ten years and every compliance bundle
 carries audit paths.  Checkpoints are made one at a time (a
@@ -21,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
-from sqlalchemy import BigInteger, and_, any_, bindparam, func, or_, select, text
+from sqlalchemy import BigInteger, Uuid, and_, any_, bindparam, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from app.compliance.loader import checkpoint_dict
@@ -34,7 +37,7 @@ from app.compliance.merkle import (
     subtree_hash,
     subtrees,
 )
-from app.compliance.models import Checkpoint, MerkleLeaf, MerkleNode, RoundSignature
+from app.compliance.models import Checkpoint, MerkleLeaf, MerkleNode, PendingLeaf
 from app.compliance.signatures import register_key, signer_for
 from app.compliance.signing import checkpoint_message
 from app.compliance.verify import checkpoint_head
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from app.db import Database
 
 __all__ = (
+    "PENDING_ROUNDS",
     "CheckpointJob",
     "inclusion_proofs",
     "latest_checkpoint",
@@ -76,6 +80,21 @@ _PARENT_NODES = text(
 )
 """The subtrees of ``level`` completed by children from ``first`` on: ``SHA-256(0x01 ‖ left ‖
 right)``."""
+PENDING_ROUNDS = text(
+    "SELECT p.round_id, s.record_hash, s.appended FROM game.pending_leaves p "
+    "CROSS JOIN LATERAL (SELECT s.record_hash, s.signed_at, "
+    "(SELECT l.leaf_index FROM game.merkle_leaves l WHERE l.round_id = p.round_id) IS NOT NULL "
+    "AS appended FROM game.round_signatures s WHERE s.round_id = p.round_id LIMIT 1) s "
+    "ORDER BY s.signed_at, p.round_id"
+)
+"""The queued rounds in leaf order (signing time, then round id), and whether each is a leaf
+already (appended by a checkpoint of a release before the queue, during a rolling deploy).
+
+A lookup by key in the signatures and in the leaves per queued round, whatever the planner
+estimates of the queue (it churns daily, and an estimate from before the last checkpoint's
+deletes is off): the ``LIMIT`` keeps the lateral subquery from being flattened into a join
+that may scan every signature, and a scalar subquery is run per row, where an ``EXISTS``
+may become a hashed subplan that reads every leaf."""
 
 
 async def latest_checkpoint(session: AsyncSession) -> Checkpoint | None:
@@ -159,14 +178,10 @@ async def make_checkpoint(
     size = int(
         await session.scalar(select(func.coalesce(func.max(MerkleLeaf.leaf_index) + 1, 0))) or 0
     )
-    pending = (
-        await session.execute(
-            select(RoundSignature.round_id, RoundSignature.record_hash)
-            .outerjoin(MerkleLeaf, MerkleLeaf.round_id == RoundSignature.round_id)
-            .where(MerkleLeaf.round_id.is_(None))
-            .order_by(RoundSignature.signed_at, RoundSignature.round_id)
-        )
-    ).all()
+    queued = (await session.execute(PENDING_ROUNDS)).all()
+    pending = [
+        (round_id, record_hash) for round_id, record_hash, appended in queued if not appended
+    ]
     for offset, (round_id, record_hash) in enumerate(pending):
         session.add(
             MerkleLeaf(
@@ -177,6 +192,14 @@ async def make_checkpoint(
             )
         )
     await session.flush()
+    if queued:  # out of the queue once leaves (its guard trigger checks that they are)
+        await session.execute(
+            delete(PendingLeaf).where(
+                PendingLeaf.round_id
+                == any_(bindparam(None, [row[0] for row in queued], type_=ARRAY(Uuid)))
+            ),
+            execution_options={"synchronize_session": False},
+        )
     tree_size = size + len(pending)
     await _grow_stored_tree(session, tree_size)
     root = EMPTY_ROOT

@@ -1,9 +1,13 @@
-"""Tables of compliance (schema ``game``), all insert-only: database triggers refuse
-UPDATE, DELETE and TRUNCATE (migrations ``compliance_0001`` and ``compliance_0002``).
+"""Tables of compliance (schema ``game``), all insert-only but the queue of unappended
+rounds: database triggers refuse UPDATE, DELETE and TRUNCATE (migrations ``compliance_0001``
+and ``compliance_0002``).
 
 * ``signing_keys``: every public key that ever signed, kept forever (rotations add rows);
 * ``round_signatures``: one per finished round: the record, its hash, key id, signature;
 * ``merkle_leaves``: the append-only sequence of signed rounds the checkpoints cover;
+* ``pending_leaves``: the signed rounds no checkpoint has appended yet (a trigger adds each
+  signature's row; a checkpoint deletes the rows of the rounds it appends, and a guard
+  trigger refuses any other delete: ``compliance_0006``);
 * ``merkle_nodes``: the hash of every complete subtree of those leaves (what roots and
   inclusion proofs read, a few rows each, instead of every leaf);
 * ``checkpoints``: signed RFC 6962 tree heads over a prefix of the leaves;
@@ -41,6 +45,7 @@ __all__ = (
     "Checkpoint",
     "MerkleLeaf",
     "MerkleNode",
+    "PendingLeaf",
     "RoundSignature",
     "SigningKey",
 )
@@ -99,6 +104,22 @@ class MerkleLeaf(GameBase):
     record_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
     """The round's record hash (the leaf is ``SHA-256(0x00 ‖ record_hash)``)."""
     added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PendingLeaf(GameBase):
+    """A signed round no checkpoint has appended yet.
+
+    Added by the ``round_signatures_pending_leaf`` trigger in the signing transaction, so it
+    is visible exactly when the signature is (also one whose transaction committed after a
+    checkpoint it was signed before); deleted by the checkpoint that appends the round, and
+    by no one before (the ``pending_leaves_until_appended`` trigger).
+    """
+
+    __tablename__ = "pending_leaves"
+
+    round_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("round_signatures.round_id"), primary_key=True
+    )
 
 
 class MerkleNode(GameBase):

@@ -36,6 +36,7 @@ from ledger import Ledger
 from ledger.reconcile import reconcile
 from tests.conftest import _with_database, make_settings
 from tests.helpers import auth, login
+from tests.integration.compliance.helpers import sign_rounds
 from tests.integration.tables.helpers import (
     FAST_TIMERS,
     balance,
@@ -369,6 +370,10 @@ DELETED_ONLY = {"game.login_failures", "game.login_devices"}
 """Inserted and deleted, never updated: failed logins (a success clears them, old ones go)
 and known devices (expired ones go; ``game_0018``)."""
 
+QUEUES = ("game.pending_leaves",)
+"""Not append-only, not updated: rows deleted once done with, under a guard trigger
+(``compliance_0006``: the signed rounds a checkpoint has not appended yet)."""
+
 REFUSED = [
     *(f"DROP TABLE {table}" for table in APPEND_ONLY),
     *(f"ALTER TABLE {table} DISABLE TRIGGER ALL" for table in APPEND_ONLY),
@@ -455,6 +460,36 @@ async def test_the_serving_role_cannot_undo_retention(service_url, database_url)
         await owner.close()
 
 
+async def test_the_serving_role_takes_a_round_out_of_the_checkpoint_queue_only_as_a_leaf(
+    service_url, database_url, service_settings
+):
+    """Its signatures queue themselves (the trigger runs as the signing role); it may delete
+    a queued round only once a checkpoint has made it a leaf, and never update one."""
+    await sign_rounds(database_url, 1, 3)
+    connection = await asyncpg.connect(service_url)
+    try:
+        with pytest.raises(asyncpg.RaiseError, match="it is not a Merkle leaf yet"):
+            await connection.execute("DELETE FROM game.pending_leaves")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await connection.execute("UPDATE game.pending_leaves SET round_id = round_id")
+        assert await connection.fetchval("SELECT count(*) FROM game.pending_leaves") == 3
+    finally:
+        await connection.close()
+    database = Database.connect(service_url, service_settings)
+    try:
+        async with database.session() as session:
+            checkpoint, _ = await make_checkpoint(session, service_settings, origin="test")
+            await session.commit()
+    finally:
+        await database.dispose()
+    assert checkpoint.tree_size == 3
+    connection = await asyncpg.connect(service_url)
+    try:
+        assert await connection.fetchval("SELECT count(*) FROM game.pending_leaves") == 0
+    finally:
+        await connection.close()
+
+
 async def test_the_serving_role_posts_and_closes_accounts_but_cannot_rewrite_one(service_url):
     """Every ledger operation works with UPDATE on an account's balance, version and closing
     columns only (migration ``ledger_0004``); its identity columns are refused by the grant."""
@@ -526,7 +561,9 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
             if row["append_only"]:
                 assert not (row["can_update"] or row["can_delete"]), name
         deletable = {name for name, row in tables.items() if row["can_delete"]}
-        assert deletable == DELETED_ONLY
+        assert deletable == {*DELETED_ONLY, *QUEUES}
+        for name in QUEUES:  # a round leaves the queue, as a leaf: never rewritten
+            assert not tables[name]["can_update"], name
         # the ledger's accounts: UPDATE on the columns it changes only (migration ledger_0004)
         assert not tables["ledger.accounts"]["can_update"]
         updatable = await connection.fetchval(
@@ -550,7 +587,9 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
         mutable = {
             name
             for name, row in tables.items()
-            if not row["append_only"] and name.startswith("game.") and name not in DELETED_ONLY
+            if not row["append_only"]
+            and name.startswith("game.")
+            and name not in {*DELETED_ONLY, *QUEUES}
         }
         assert mutable == set(GAME_UPDATED_COLUMNS)
         # SELECT ... FOR UPDATE on rng.rounds needs UPDATE on a column (the trigger refuses it)

@@ -1,4 +1,5 @@
-"""Helpers for compliance tests: real matches over HTTP, users by role, raw SQL tampering."""
+"""Helpers for compliance tests: real matches over HTTP, users by role, raw SQL tampering,
+synthetic signed rounds."""
 
 from __future__ import annotations
 
@@ -64,3 +65,39 @@ async def raw(url: str) -> AsyncIterator[asyncpg.Connection]:
         yield connection
     finally:
         await connection.close()
+
+
+async def sign_rounds(url: str, first: int, last: int) -> None:
+    """Signed rounds ``first..last``, signed an hour ago a millisecond apart (signatures only:
+    foreign keys and the append-only triggers are off for them, not the trigger that queues
+    each for the next checkpoint, ``ENABLE ALWAYS``)."""
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute("SET session_replication_role = replica")
+        await connection.execute(
+            "INSERT INTO game.signing_keys (key_id, algorithm, public_key, created_at) "
+            "VALUES ('synthetic', 'ed25519', sha256('k'), now()) ON CONFLICT DO NOTHING"
+        )
+        await connection.execute(
+            "INSERT INTO game.round_signatures "
+            "(round_id, record, record_hash, key_id, signature, signed_at) "
+            "SELECT gen_random_uuid(), '{}', sha256(('r' || i)::bytea), 'synthetic', "
+            "sha512(('r' || i)::bytea), now() - interval '1 hour' + i * interval '1 ms' "
+            "FROM generate_series($1::int, $2::int) i",
+            first,
+            last,
+        )
+    finally:
+        await connection.close()
+
+
+async def leaves(url: str) -> list[tuple[object, bytes]]:
+    """Every Merkle leaf's round id and record hash, in leaf order."""
+    connection = await asyncpg.connect(url)
+    try:
+        rows = await connection.fetch(
+            "SELECT round_id, record_hash FROM game.merkle_leaves ORDER BY leaf_index"
+        )
+    finally:
+        await connection.close()
+    return [(row["round_id"], bytes(row["record_hash"])) for row in rows]

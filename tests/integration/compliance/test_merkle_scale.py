@@ -16,6 +16,7 @@ from app.compliance.merkle import MerkleTree, leaf_hash, merkle_root, verify_inc
 from app.config import Settings
 from app.db import Database
 from app.db.migrate import alembic_config
+from tests.integration.compliance.helpers import leaves, sign_rounds
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,39 +25,6 @@ SELECT COALESCE(SUM(seq_tup_read), 0) + COALESCE(SUM(idx_tup_fetch), 0)
 FROM pg_stat_xact_user_tables WHERE schemaname = 'game' AND relname LIKE 'merkle%'
 """
 """Rows of the Merkle tables read so far in the current transaction."""
-
-
-async def sign_rounds(url: str, first: int, last: int) -> None:
-    """Signed rounds ``first..last`` (signatures only: foreign keys are off for them)."""
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute("SET session_replication_role = replica")
-        await connection.execute(
-            "INSERT INTO game.signing_keys (key_id, algorithm, public_key, created_at) "
-            "VALUES ('synthetic', 'ed25519', sha256('k'), now()) ON CONFLICT DO NOTHING"
-        )
-        await connection.execute(
-            "INSERT INTO game.round_signatures "
-            "(round_id, record, record_hash, key_id, signature, signed_at) "
-            "SELECT gen_random_uuid(), '{}', sha256(('r' || i)::bytea), 'synthetic', "
-            "sha512(('r' || i)::bytea), now() - interval '1 hour' + i * interval '1 ms' "
-            "FROM generate_series($1::int, $2::int) i",
-            first,
-            last,
-        )
-    finally:
-        await connection.close()
-
-
-async def leaves(url: str) -> list[tuple[object, bytes]]:
-    connection = await asyncpg.connect(url)
-    try:
-        rows = await connection.fetch(
-            "SELECT round_id, record_hash FROM game.merkle_leaves ORDER BY leaf_index"
-        )
-    finally:
-        await connection.close()
-    return [(row["round_id"], bytes(row["record_hash"])) for row in rows]
 
 
 async def checkpoint(database: Database, settings: Settings) -> tuple[int, bytes]:
