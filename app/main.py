@@ -26,7 +26,7 @@ from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
 from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
 from app.api.suspensions import SuspensionController
-from app.compliance.checkpoints import CheckpointJob
+from app.compliance.checkpoints import CheckpointJob, count_pending_rounds
 from app.compliance.controllers import (
     AccessLogController,
     AuditController,
@@ -151,6 +151,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await count_overdue_deadlines(db)
         await count_failed_deadlines(db)
         await count_latest_sweep(db)
+        await count_pending_rounds(db)
 
     async def forget_old_login_failures() -> None:
         async with db.session() as session:

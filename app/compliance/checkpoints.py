@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
+from prometheus_client import Gauge
 from sqlalchemy import BigInteger, Uuid, and_, any_, bindparam, delete, func, or_, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = (
     "PENDING_ROUNDS",
     "CheckpointJob",
+    "count_pending_rounds",
     "inclusion_proofs",
     "latest_checkpoint",
     "make_checkpoint",
@@ -95,6 +97,37 @@ estimates of the queue (it churns daily, and an estimate from before the last ch
 deletes is off): the ``LIMIT`` keeps the lateral subquery from being flattened into a join
 that may scan every signature, and a scalar subquery is run per row, where an ``EXISTS``
 may become a hashed subplan that reads every leaf."""
+
+
+CHECKPOINT_INTERVAL = Gauge(
+    "raiz_checkpoint_interval_seconds",
+    "The configured Merkle checkpoint period (RAIZ_CHECKPOINT_INTERVAL_S).",
+    multiprocess_mode="livemax",
+)
+OLDEST_PENDING = Gauge(
+    "raiz_checkpoint_oldest_pending_timestamp_seconds",
+    "Unix time the oldest signed round no checkpoint covers yet was signed; the current time "
+    "when every signed round is covered (read from game.pending_leaves every 5 s).",
+    multiprocess_mode="livemostrecent",
+)
+PENDING = Gauge(
+    "raiz_checkpoint_pending_rounds",
+    "Signed rounds no checkpoint covers yet (read from game.pending_leaves every 5 s).",
+    multiprocess_mode="livemostrecent",
+)
+_OLDEST_PENDING = text(
+    "SELECT count(*), min(s.signed_at) FROM game.pending_leaves p "
+    "JOIN game.round_signatures s ON s.round_id = p.round_id"
+)
+
+
+async def count_pending_rounds(database: Database) -> None:
+    """Refresh the gauges the "checkpoint overdue" alert watches: how many signed rounds wait
+    for a checkpoint and since when (one row per queued round, a lookup by key each)."""
+    async with database.session() as session:
+        pending, oldest = (await session.execute(_OLDEST_PENDING)).one()
+    PENDING.set(pending)
+    OLDEST_PENDING.set(oldest.timestamp() if oldest is not None else utcnow().timestamp())
 
 
 async def latest_checkpoint(session: AsyncSession) -> Checkpoint | None:
@@ -271,6 +304,7 @@ class CheckpointJob:
     def __init__(self, database: Database, settings: Settings) -> None:
         self._database = database
         self._settings = settings
+        CHECKPOINT_INTERVAL.set(settings.checkpoint_interval_s)
 
     async def run(self) -> None:
         """Make a checkpoint unless one is younger than 90 % of the interval."""

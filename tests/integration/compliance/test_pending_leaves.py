@@ -6,6 +6,7 @@ was signed before, in signing order, each once, no leaf moved."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import anyio
@@ -229,3 +230,33 @@ async def test_the_migration_queues_every_signature_without_a_leaf(database_url,
     assert [round_id for round_id, _ in recorded] == await signed(database_url)
     assert root == merkle_root([leaf_hash(record) for _, record in recorded])
     assert await queued(database_url) == set()
+
+
+async def test_the_gauges_say_how_many_rounds_wait_for_a_checkpoint_and_since_when(
+    database_url, settings
+):
+    from prometheus_client import REGISTRY
+
+    from app.compliance.checkpoints import CheckpointJob, count_pending_rounds
+
+    def sample(name: str) -> float:
+        value = REGISTRY.get_sample_value(name)
+        assert value is not None, name
+        return value
+
+    database = Database.connect(database_url, settings)
+    try:
+        CheckpointJob(database, settings)
+        assert sample("raiz_checkpoint_interval_seconds") == settings.checkpoint_interval_s
+        await sign_rounds(database_url, 1, 3)  # signed an hour ago
+        await count_pending_rounds(database)
+        assert sample("raiz_checkpoint_pending_rounds") == 3
+        age = time.time() - sample("raiz_checkpoint_oldest_pending_timestamp_seconds")
+        assert 3590 < age < 3700, age
+        await checkpoint(database, settings)
+        await count_pending_rounds(database)
+        assert sample("raiz_checkpoint_pending_rounds") == 0
+        age = time.time() - sample("raiz_checkpoint_oldest_pending_timestamp_seconds")
+        assert 0 <= age < 60, age
+    finally:
+        await database.dispose()
