@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -13,7 +14,15 @@ from app.accounts.service import AccountService
 from app.config import Settings
 from app.db import Database
 
-__all__ = ("ERROR_KEYS", "assert_error", "auth", "create_user", "from_threads", "login")
+__all__ = (
+    "ERROR_KEYS",
+    "assert_error",
+    "auth",
+    "create_user",
+    "from_threads",
+    "hold_the_first_password_check",
+    "login",
+)
 
 ERROR_KEYS = {"code", "message", "details"}
 DEFAULT_PASSWORD = "correct horse battery"
@@ -73,3 +82,24 @@ def from_threads(client: Any) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor
         ThreadPoolExecutor(max_workers=2) as pool,
     ):
         yield sync, pool
+
+
+def hold_the_first_password_check(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
+    """The next password check (in a hashing thread) waits until ``release`` is set, once it
+    has set ``checked``; later checks run as usual."""
+    from app.accounts import service
+
+    real_check = service._check_password
+    checked, release = threading.Event(), threading.Event()
+    calls: list[bool] = []
+
+    def check(password, stored, settings_):
+        matches = real_check(password, stored, settings_)
+        calls.append(matches)
+        if len(calls) == 1:
+            checked.set()
+            release.wait(30)
+        return matches
+
+    monkeypatch.setattr(service, "_check_password", check)
+    return checked, release
