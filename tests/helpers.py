@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = (
     "behind_the_proxy",
     "create_user",
     "from_threads",
+    "hold_the_first_password_check",
     "login",
 )
 
@@ -116,3 +118,24 @@ async def behind_the_proxy(
             return await proxied.post(path, json=body, headers={"X-Forwarded-For": address})
 
         yield send
+
+
+def hold_the_first_password_check(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
+    """The next password check (in a hashing thread) waits until ``release`` is set, once it
+    has set ``checked``; later checks run as usual."""
+    from app.accounts import service
+
+    real_check = service._check_password
+    checked, release = threading.Event(), threading.Event()
+    calls: list[bool] = []
+
+    def check(password, stored, settings_):
+        matches = real_check(password, stored, settings_)
+        calls.append(matches)
+        if len(calls) == 1:
+            checked.set()
+            release.wait(30)
+        return matches
+
+    monkeypatch.setattr(service, "_check_password", check)
+    return checked, release

@@ -21,6 +21,7 @@ from app.accounts.schemas import (
 )
 from app.accounts.service import AccountService
 from app.api.deps import AppSettings, DbSession
+from app.api.openapi import error_response
 
 __all__ = ("AdminUsersController", "AuthController")
 
@@ -48,7 +49,17 @@ class AuthController(Controller):
         )
         return UserRead.of(user)
 
-    @post("/login", operation_id="login", status_code=HTTP_200_OK, opt={PUBLIC_OPT_KEY: True})
+    @post(
+        "/login",
+        operation_id="login",
+        status_code=HTTP_200_OK,
+        opt={PUBLIC_OPT_KEY: True},
+        responses={
+            403: error_response(
+                "The password matched but the account is suspended (account_suspended)"
+            )
+        },
+    )
     async def login(
         self,
         request: Request[Any, Any, Any],

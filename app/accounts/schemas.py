@@ -124,7 +124,8 @@ class SuspensionRequest(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             min_length=1,
             max_length=SUSPENSION_REASON_MAX_LENGTH,
-            pattern=r"\S",
+            # not only blanks, and no U+0000 (PostgreSQL cannot store it: a 500 from the insert)
+            pattern=r"^\s*[^\s\x00][^\x00]*$",
             examples=["chargeback under review, ticket 4411"],
         ),
     ]

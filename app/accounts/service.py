@@ -265,7 +265,8 @@ class AccountService:
         computed with nothing held (no transaction, no lock: a change queued for the hashing
         threads must not stall the player's logins, seats and tables); the user's row is then
         locked for the replacement only, and a password changed meanwhile (another change,
-        ``set_password``) is not the one checked: ``invalid_credentials``, as for a wrong one.
+        ``set_password``) is not the one checked: ``invalid_credentials``, as for a wrong one;
+        an account suspended meanwhile changes nothing: ``account_suspended`` (403).
         """
         self._check_new_password(new_password)
         client = await self._throttle.record_attempt(principal.username, remote_address)
@@ -288,6 +289,11 @@ class AccountService:
         if user is None or user.password_hash != stored:
             await self._session.rollback()
             raise AuthenticationError("Wrong current password.", code="invalid_credentials")
+        if user.suspended_at is not None:
+            # suspended while the hashes were computed (the token was checked before): the
+            # password of a taken-over account stays its owner's (``app.accounts.suspension``)
+            await self._session.rollback()
+            raise account_suspended()
         user.password_hash = new_hash
         others = [
             AccessToken.user_id == user.id,

@@ -70,15 +70,25 @@ class SuspensionService:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def _lock_user(self, user_id: uuid.UUID) -> User:
+    async def _lock_user(self, user_id: uuid.UUID, actor_id: uuid.UUID | None) -> User:
+        """The user's row, locked, and the acting operator's: both in id order, so that two
+        operators suspending each other wait for one another instead of deadlocking, and
+        ``account_suspended`` (403) for an operator suspended meanwhile (its token was checked
+        before), who must not act once locked out."""
         # FOR NO KEY UPDATE: tokens, seats and ledger rows referencing the user may still be
         # inserted (key share); a seat's share lock (``require_active``) waits for it
-        user = await self._session.scalar(
+        rows = await self._session.scalars(
             select(User)
-            .where(User.id == user_id)
+            .where(User.id.in_({user_id} if actor_id is None else {user_id, actor_id}))
+            .order_by(User.id)
             .with_for_update(key_share=True)
             .execution_options(populate_existing=True)
         )
+        locked = {user.id: user for user in rows}
+        actor = None if actor_id is None else locked.get(actor_id)
+        if actor is not None and actor.suspended_at is not None:
+            raise account_suspended()
+        user = locked.get(user_id)
         if user is None:
             raise NotFoundError(
                 "No such user.", code="user_not_found", details={"user_id": str(user_id)}
@@ -91,10 +101,11 @@ class SuspensionService:
         """Suspend the account and revoke every live token of it; the caller commits.
 
         ``user_not_found`` (404), ``cannot_suspend_self`` (409: an operator locking
-        themselves out), ``already_suspended`` (409)."""
+        themselves out), ``already_suspended`` (409), ``account_suspended`` (403: the acting
+        operator was suspended meanwhile)."""
         if actor_id == user_id:
             raise ConflictError("You cannot suspend your own account.", code="cannot_suspend_self")
-        user = await self._lock_user(user_id)
+        user = await self._lock_user(user_id, actor_id)
         if user.suspended_at is not None:
             raise ConflictError(
                 "The account is already suspended.",
@@ -124,8 +135,10 @@ class SuspensionService:
         self, user_id: uuid.UUID, reason: str, actor_id: uuid.UUID | None
     ) -> SuspensionChange:
         """Lift the suspension (the account logs in again; nothing it gave up comes back);
-        the caller commits.  ``user_not_found`` (404), ``not_suspended`` (409)."""
-        user = await self._lock_user(user_id)
+        the caller commits.  ``user_not_found`` (404), ``not_suspended`` (409),
+        ``account_suspended`` (403: the acting operator was suspended meanwhile, a locked-out
+        operator reinstating itself included)."""
+        user = await self._lock_user(user_id, actor_id)
         if user.suspended_at is None:
             raise ConflictError("The account is not suspended.", code="not_suspended")
         now = utcnow()

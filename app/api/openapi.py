@@ -19,7 +19,7 @@ from app.errors import error_body
 if TYPE_CHECKING:
     from litestar import Litestar
 
-__all__ = ("ErrorBody", "document_error_responses", "openapi_router")
+__all__ = ("ErrorBody", "document_error_responses", "error_response", "openapi_router")
 
 
 class ErrorBody(msgspec.Struct):
@@ -45,9 +45,13 @@ _DESCRIPTIONS = {
 
 
 def _spec(status: int) -> ResponseSpec:
-    return ResponseSpec(
-        data_container=ErrorBody, description=_DESCRIPTIONS[status], generate_examples=False
-    )
+    return error_response(_DESCRIPTIONS[status])
+
+
+def error_response(description: str) -> ResponseSpec:
+    """The error body under ``description``: a refusal a route documents itself (a public
+    route's 403, which :func:`document_error_responses` leaves out: it has no role to lack)."""
+    return ResponseSpec(data_container=ErrorBody, description=description, generate_examples=False)
 
 
 def document_error_responses(app: Litestar) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import threading
 import uuid
 
 import asyncpg
@@ -17,6 +16,7 @@ from tests.helpers import (
     behind_the_proxy,
     create_user,
     from_threads,
+    hold_the_first_password_check,
     login,
 )
 from tests.integration.tables.scenario import concurrently
@@ -644,27 +644,6 @@ async def test_concurrent_signups_from_one_address_cannot_outrun_the_limit(clien
     assert statuses == [201] * limit + [429] * 5, statuses
 
 
-def _hold_the_first_password_check(monkeypatch) -> tuple[threading.Event, threading.Event]:
-    """The next password check (in a hashing thread) waits until ``release`` is set, once it
-    has set ``checked``; later checks run as usual."""
-    from app.accounts import service
-
-    real_check = service._check_password
-    checked, release = threading.Event(), threading.Event()
-    calls: list[bool] = []
-
-    def check(password, stored, settings_):
-        matches = real_check(password, stored, settings_)
-        calls.append(matches)
-        if len(calls) == 1:
-            checked.set()
-            release.wait(30)
-        return matches
-
-    monkeypatch.setattr(service, "_check_password", check)
-    return checked, release
-
-
 async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_token(
     client, settings, monkeypatch
 ):
@@ -673,7 +652,7 @@ async def test_a_login_checked_against_a_password_changed_meanwhile_gets_no_toke
     # with a working token.  The login's check is held until the change has committed.
     await create_user(settings, "dino")
     token = await login(client, "dino")
-    checked, release = _hold_the_first_password_check(monkeypatch)  # the login's
+    checked, release = hold_the_first_password_check(monkeypatch)  # the login's
     old = {"username": "dino", "password": DEFAULT_PASSWORD}
     change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
     loop = asyncio.get_running_loop()
@@ -728,7 +707,7 @@ async def test_a_password_change_waiting_to_hash_holds_no_lock_and_revokes_login
     # got is revoked by the change, which commits after it.
     await create_user(settings, "eliane")
     token = await login(client, "eliane")
-    checked, release = _hold_the_first_password_check(monkeypatch)  # the change's
+    checked, release = hold_the_first_password_check(monkeypatch)  # the change's
     change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
     loop = asyncio.get_running_loop()
     with from_threads(client) as (sync, pool):

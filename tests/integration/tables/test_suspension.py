@@ -123,6 +123,8 @@ async def test_refused_suspensions_and_reinstatements_change_nothing(client, set
         (_suspend(client, op, operator_id), 409, "cannot_suspend_self"),
         (_suspend(client, op, user_id, {"reason": "   "}), 400, "validation_error"),
         (_suspend(client, op, user_id, {"reason": "x" * 501}), 400, "validation_error"),
+        # PostgreSQL cannot store U+0000: refused here, not a 500 from the insert
+        (_suspend(client, op, user_id, {"reason": "fraud\u0000"}), 400, "validation_error"),
         (_suspend(client, op, user_id, {}), 400, "validation_error"),
         (
             client.post(f"/admin/users/{user_id}/reinstate", json=REASON, headers=auth(op)),
