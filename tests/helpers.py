@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -9,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from app.accounts.service import AccountService
 from app.config import Settings
@@ -23,6 +25,7 @@ __all__ = (
     "from_threads",
     "hold_the_first_password_check",
     "login",
+    "until_waiting_on_locks",
 )
 
 ERROR_KEYS = {"code", "message", "details"}
@@ -139,3 +142,19 @@ def hold_the_first_password_check(monkeypatch: Any) -> tuple[threading.Event, th
 
     monkeypatch.setattr(service, "_check_password", check)
     return checked, release
+
+
+async def until_waiting_on_locks(connection: Any, count: int) -> None:
+    """Until ``count`` other sessions of this database wait for a lock (``connection``: an
+    asyncpg connection, in a transaction or not)."""
+    for _ in range(300):
+        # a transaction keeps its first view of pg_stat_activity: the holder's may be open
+        await connection.execute("SELECT pg_stat_clear_snapshot()")
+        waiting = await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+        if waiting >= count:
+            return
+        await asyncio.sleep(0.02)
+    pytest.fail(f"{count} requests never waited for a lock")

@@ -30,10 +30,17 @@ from app.errors import ConflictError, ForbiddenError, NotFoundError
 
 if TYPE_CHECKING:
     import datetime as dt
+    from collections.abc import Sequence
 
     from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ("SuspensionChange", "SuspensionService", "account_suspended", "require_active")
+__all__ = (
+    "SuspensionChange",
+    "SuspensionService",
+    "account_suspended",
+    "any_suspended",
+    "require_active",
+)
 
 logger = structlog.get_logger("raiz.accounts")
 
@@ -53,6 +60,20 @@ async def require_active(session: AsyncSession, user_id: uuid.UUID) -> None:
     )
     if suspended_at is not None:
         raise account_suspended()
+
+
+async def any_suspended(session: AsyncSession, user_ids: Sequence[uuid.UUID]) -> bool:
+    """Whether any of the users is suspended, reading every row under a share lock (in id
+    order): a suspension committing meanwhile is waited for and seen.  A match must not
+    start with a suspended account seated (its seat is being given up); take it with the
+    table's lock held (no suspension holds a table's lock while it holds an account's)."""
+    rows = await session.scalars(
+        select(User.suspended_at)
+        .where(User.id.in_(sorted(set(user_ids))))
+        .order_by(User.id)
+        .with_for_update(read=True)
+    )
+    return any(suspended_at is not None for suspended_at in rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, func, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 
-from app.accounts.suspension import require_active
+from app.accounts.suspension import any_suspended, require_active
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
 from app.errors import (
@@ -302,7 +302,11 @@ class TableService:
         await self.touch(table.id, principal.user_id)
         seats.append(seat)
         driver = TableDriver(self._context, table, self._spec(table))
-        if len(seats) == table.seat_count:
+        # a full table waits while a suspended account sits there (its seat is being given
+        # up: app.tables.suspended), instead of dealing it in
+        if len(seats) == table.seat_count and not await any_suspended(
+            self._session, [seat.user_id for seat in seats]
+        ):
             await self._start(driver, seats)
         await driver.save()
         return seat
@@ -380,6 +384,11 @@ class TableService:
                 f"At least {minimum} players must sit before the start.",
                 code="not_enough_players",
                 details={"seated": len(seats), "minimum": minimum},
+            )
+        if await any_suspended(self._session, [seat.user_id for seat in seats]):
+            raise ConflictError(
+                "A seated player's account is suspended; their seat is being given up.",
+                code="seated_account_suspended",
             )
         driver = TableDriver(self._context, table, spec)
         await self._start(driver, seats)

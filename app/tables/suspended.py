@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Final
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from app.accounts.models import User
 from app.tables.models import Seat, Table
@@ -47,7 +47,12 @@ class SuspendedSeats:
             select(Seat.table_id, Seat.user_id)
             .join(Table, Table.id == Seat.table_id)
             .join(User, User.id == Seat.user_id)
-            .where(Seat.left_at.is_(None), Table.status == "open", User.suspended_at.is_not(None))
+            .where(
+                Seat.left_at.is_(None),
+                # inline: a generic plan for a parameter would scan every seat ever taken
+                Table.status == bindparam("open_status", "open", literal_execute=True),
+                User.suspended_at.is_not(None),
+            )
             .order_by(Seat.table_id, Seat.user_id)
         )
         if user_id is not None:

@@ -18,6 +18,7 @@ from tests.helpers import (
     from_threads,
     hold_the_first_password_check,
     login,
+    until_waiting_on_locks,
 )
 from tests.integration.tables.helpers import operator
 from tests.integration.tables.scenario import sql
@@ -82,21 +83,6 @@ async def test_a_password_change_hashing_while_the_account_is_suspended_changes_
     assert_error(await client.post("/auth/login", json=intruder), 401, "invalid_credentials")
 
 
-async def _until_waiting_on_locks(connection, count: int) -> None:
-    """Until ``count`` other sessions of this database wait for a lock."""
-    for _ in range(300):
-        # a transaction keeps its first view of pg_stat_activity: the holder's is open
-        await connection.execute("SELECT pg_stat_clear_snapshot()")
-        waiting = await connection.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        if waiting >= count:
-            return
-        await asyncio.sleep(0.02)
-    pytest.fail(f"{count} requests never waited for a lock")
-
-
 async def _me(client, token: str) -> str:
     return str((await client.get("/auth/me", headers=auth(token))).json()["id"])
 
@@ -126,7 +112,7 @@ async def test_two_operators_suspending_each_other_at_once_lock_out_only_one(cli
                 loop.run_in_executor(pool, suspend, bia_id, ana),
                 loop.run_in_executor(pool, suspend, ana_id, bia),
             ]
-            await _until_waiting_on_locks(holder, 2)
+            await until_waiting_on_locks(holder, 2)
             await held.rollback()
             responses = [await request for request in pending]
     finally:
@@ -163,7 +149,7 @@ async def test_an_operator_suspended_meanwhile_cannot_reinstate_itself(client, s
             pending = loop.run_in_executor(
                 pool, lambda: sync.post(path, json=REASON, headers=auth(ana))
             )
-            await _until_waiting_on_locks(holder, 1)
+            await until_waiting_on_locks(holder, 1)
             await suspension.commit()
             response = await pending
     finally:

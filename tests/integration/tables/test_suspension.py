@@ -12,7 +12,15 @@ from app.db import Database
 from app.rng_api import RngServices
 from app.tables.runtime import TableRuntime
 from app.tables.suspended import SuspendedSeats
-from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, create_user, from_threads, login
+from tests.helpers import (
+    DEFAULT_PASSWORD,
+    assert_error,
+    auth,
+    create_user,
+    from_threads,
+    login,
+    until_waiting_on_locks,
+)
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
 from tests.integration.tables.scenario import seat, sql
 
@@ -199,7 +207,7 @@ async def test_a_suspended_player_cannot_take_a_seat_or_open_a_table(client, set
                     "/tables", json={"seat_count": 2, "entry_cents": 100}, headers=auth(ana)
                 ),
             )
-            await _until_waiting_on_locks(holder, 2)
+            await until_waiting_on_locks(holder, 2)
             await suspension.commit()
             seated, created = await seating, await creating
     finally:
@@ -231,12 +239,12 @@ async def test_a_seat_taken_while_the_suspension_waits_is_given_up_by_it(client,
             seating = loop.run_in_executor(
                 pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(ana))
             )
-            await _until_waiting_on_locks(holder, 1)
+            await until_waiting_on_locks(holder, 1)
             suspending = loop.run_in_executor(
                 pool,
                 lambda: sync.post(f"/admin/users/{ana_id}/suspend", json=REASON, headers=auth(op)),
             )
-            await _until_waiting_on_locks(holder, 2)
+            await until_waiting_on_locks(holder, 2)
             await held.rollback()
             seated, suspended = await seating, await suspending
     finally:
@@ -246,19 +254,6 @@ async def test_a_seat_taken_while_the_suspension_waits_is_given_up_by_it(client,
     assert suspended.json()["released_seats"] == 1
     assert await _active_seats(settings, ana_id) == []
     assert await _wallet(settings, ana_id) == 1_000
-
-
-async def _until_waiting_on_locks(connection, count: int) -> None:
-    """Until ``count`` other sessions of this database wait for a lock."""
-    for _ in range(300):
-        waiting = await connection.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
-        )
-        if waiting >= count:
-            return
-        await asyncio.sleep(0.02)
-    pytest.fail(f"{count} requests never waited for a lock")
 
 
 async def test_the_periodic_release_gives_up_what_an_interrupted_suspension_left(
@@ -336,3 +331,86 @@ async def test_an_operator_suspends_and_reinstates_from_the_command_line(client,
     await login(client, "ana")
     result = await raiz("reinstate", "--username", "ana", "--reason", "again")
     assert result.exit_code == 2 and "error: not_suspended:" in result.output
+
+
+async def test_a_table_filled_while_a_seated_account_is_suspended_does_not_start(client, settings):
+    # bia's seat fills the table while ana's suspension commits: the match must not deal ana
+    # in (in a two-player match her entry would go to bia); the table waits, ana's seat is
+    # given up, and the table is open again with bia alone.
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    bia_id, bia = await player(client, settings, "bia", 1_000, op)
+    table = await create_table(client, op, seat_count=2)
+    await seat(client, ana, table["id"])
+    holder = await asyncpg.connect(settings.database_url)
+    try:
+        held = holder.transaction()
+        await held.start()
+        await holder.execute(
+            "SELECT 1 FROM game.tables WHERE id = $1 FOR UPDATE", uuid.UUID(table["id"])
+        )
+        loop = asyncio.get_running_loop()
+        with from_threads(client) as (sync, pool):
+            seating = loop.run_in_executor(
+                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(bia))
+            )
+            await until_waiting_on_locks(holder, 1)
+            suspending = loop.run_in_executor(
+                pool,
+                lambda: sync.post(f"/admin/users/{ana_id}/suspend", json=REASON, headers=auth(op)),
+            )
+            await until_waiting_on_locks(holder, 2)  # the release waits behind bia's seat
+            await held.rollback()
+            seated, suspended = await seating, await suspending
+    finally:
+        await holder.close()
+    assert seated.status_code == 201, seated.text
+    assert suspended.status_code == 200, suspended.text
+    assert suspended.json()["released_seats"] == 1
+    assert (await view(client, bia, table["id"]))["status"] == "open"
+    assert await _active_seats(settings, ana_id) == []
+    assert await _active_seats(settings, bia_id) == [(table["id"], "open")]
+    assert await _wallet(settings, ana_id) == 1_000
+
+
+async def test_the_creator_cannot_start_a_table_where_a_suspended_account_sits(client, settings):
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    _, bia = await player(client, settings, "bia", 1_000, op)
+    table = await create_table(client, bia)
+    await seat(client, ana, table["id"])
+    await seat(client, bia, table["id"])
+    await _set_suspended(settings, ana_id, True)  # its seat not given up yet
+    refused = await client.post(f"/tables/{table['id']}/start", headers=auth(bia))
+    assert_error(refused, 409, "seated_account_suspended")
+    assert (await view(client, bia, table["id"]))["status"] == "open"
+    assert len(await _active_seats(settings, ana_id)) == 1
+
+
+async def test_a_table_filling_waits_for_a_seated_accounts_suspension_to_commit(client, settings):
+    # The suspension of ana is being committed (its row locked) when bia's seat fills the
+    # table: the seat waits for it and sees it, rather than dealing ana in from before.
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    _, bia = await player(client, settings, "bia", 1_000, op)
+    table = await create_table(client, op, seat_count=2)
+    await seat(client, ana, table["id"])
+    holder = await asyncpg.connect(settings.database_url)
+    try:
+        suspension = holder.transaction()
+        await suspension.start()
+        await holder.execute(
+            "UPDATE game.users SET suspended_at = now() WHERE id = $1", uuid.UUID(ana_id)
+        )
+        loop = asyncio.get_running_loop()
+        with from_threads(client) as (sync, pool):
+            seating = loop.run_in_executor(
+                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(bia))
+            )
+            await until_waiting_on_locks(holder, 1)
+            await suspension.commit()
+            seated = await seating
+    finally:
+        await holder.close()
+    assert seated.status_code == 201, seated.text
+    assert (await view(client, bia, table["id"]))["status"] == "open"
