@@ -21,11 +21,12 @@ from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from app.accounts.auth import PUBLIC_OPT_KEY, BearerAuthMiddleware
 from app.accounts.controllers import AdminUsersController, AuthController
 from app.accounts.service import AccountService
+from app.accounts.suspension import SuspensionService
 from app.api.health import HealthController
 from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
 from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
-from app.api.suspensions import SuspensionController
+from app.api.suspensions import SelfExclusionController, SuspensionController
 from app.compliance.checkpoints import CheckpointJob, count_pending_rounds
 from app.compliance.controllers import (
     AccessLogController,
@@ -153,6 +154,10 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await count_latest_sweep(db)
         await count_pending_rounds(db)
 
+    async def end_self_exclusions() -> None:
+        async with db.session() as session:
+            await SuspensionService(session).end_self_exclusions()
+
     async def forget_old_login_failures() -> None:
         async with db.session() as session:
             await AccountService(session, settings).forget_old_login_failures()
@@ -172,6 +177,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                 ("table-gauges", refresh_table_gauges, TABLE_GAUGE_INTERVAL_S),
                 ("presence", presence.sweep, PRESENCE_SWEEP_INTERVAL_S),
                 ("suspended-seats", suspended_seats.release, SUSPENDED_SEATS_INTERVAL_S),
+                ("self-exclusions", end_self_exclusions, SUSPENDED_SEATS_INTERVAL_S),
                 ("socket-presence", open_sockets.refresh_presence, PRESENCE_REFRESH_S),
                 ("checkpoint", checkpoints.run, settings.checkpoint_interval_s),
                 ("audit", audit.run, settings.audit_interval_s),
@@ -224,6 +230,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             AuthController,
             AdminUsersController,
             SuspensionController,
+            SelfExclusionController,
             RngController,
             WalletController,
             AdminWalletsController,

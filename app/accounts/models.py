@@ -43,6 +43,10 @@ class User(GameBase):
     __tablename__ = "users"
     __table_args__ = (
         CheckConstraint("role IN ('player', 'compliance', 'operator')", name="role"),
+        CheckConstraint(
+            "suspended_until IS NULL OR suspended_at IS NOT NULL",
+            name="suspended_until_while_suspended",
+        ),
         Index("ix_users_created_at", "created_at"),
         Index("ix_users_signup_client_key_created_at", "signup_client_key", "created_at"),
         Index("ix_users_suspended", "id", postgresql_where=text("suspended_at IS NOT NULL")),
@@ -59,7 +63,9 @@ class User(GameBase):
     """The client key (``app.accounts.service.client_key``) of a player's own sign-up; none
     for a user an operator or the command line created."""
     suspended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
-    """Set while an operator has the account suspended (``app.accounts.suspension``)."""
+    """Set while the account is suspended (``app.accounts.suspension``)."""
+    suspended_until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """When a player's own self-exclusion ends (none for an operator's suspension)."""
 
 
 class AccountSuspension(GameBase):
@@ -76,8 +82,11 @@ class AccountSuspension(GameBase):
     action: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(String(SUSPENSION_REASON_MAX_LENGTH))
     actor_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"))
-    """The operator who did it; none from the command line."""
+    """The operator who did it, or the player excluding themselves; none from the command
+    line and when a self-exclusion ended by itself."""
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """The end of a self-exclusion."""
 
 
 class AccessToken(GameBase):

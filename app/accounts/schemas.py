@@ -14,6 +14,7 @@ __all__ = (
     "LoginRequest",
     "PasswordChange",
     "PasswordChanged",
+    "SelfExclusionRequest",
     "SignupRequest",
     "SuspensionChangeRead",
     "SuspensionRead",
@@ -22,6 +23,9 @@ __all__ = (
     "UserCreate",
     "UserRead",
 )
+
+MAX_SELF_EXCLUSION_DAYS = 3650
+"""The longest self-exclusion a player can ask for (ten years)."""
 
 Username = Annotated[
     str,
@@ -103,6 +107,8 @@ class UserRead(msgspec.Struct):
     created_at: dt.datetime
     suspended_at: dt.datetime | None = None
     """Set while the account is suspended."""
+    suspended_until: dt.datetime | None = None
+    """When a player's own self-exclusion ends (null for an operator's suspension)."""
 
     @classmethod
     def of(cls, user: User) -> UserRead:
@@ -113,6 +119,7 @@ class UserRead(msgspec.Struct):
             role=user.role,
             created_at=user.created_at,
             suspended_at=user.suspended_at,
+            suspended_until=user.suspended_until,
         )
 
 
@@ -131,6 +138,19 @@ class SuspensionRequest(msgspec.Struct, forbid_unknown_fields=True):
     ]
 
 
+class SelfExclusionRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """How long the caller excludes themselves from play."""
+
+    days: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1,
+            le=MAX_SELF_EXCLUSION_DAYS,
+            description="Whole days, 1 to 3,650 (ten years); it cannot be lifted sooner.",
+        ),
+    ]
+
+
 class SuspensionRead(msgspec.Struct):
     """One suspension or reinstatement of an account."""
 
@@ -139,8 +159,11 @@ class SuspensionRead(msgspec.Struct):
     action: str
     reason: str
     actor_id: uuid.UUID | None
-    """The operator who did it; null from the command line."""
+    """The operator who did it, or the player excluding themselves; null from the command line
+    and when a self-exclusion ended by itself."""
     at: dt.datetime
+    until: dt.datetime | None = None
+    """The end of a self-exclusion."""
 
     @classmethod
     def of(cls, record: AccountSuspension) -> SuspensionRead:
@@ -152,6 +175,7 @@ class SuspensionRead(msgspec.Struct):
             reason=record.reason,
             actor_id=record.actor_id,
             at=record.at,
+            until=record.until,
         )
 
 

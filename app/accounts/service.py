@@ -229,9 +229,9 @@ class AccountService:
         # first (and this login is refused) or waits and then revokes the new token too.
         # The same lock orders it with a suspension (``app.accounts.suspension``): a token is
         # issued only to an account not suspended, told so only once the password matched.
-        current, suspended_at = (
+        current, suspended_at, suspended_until = (
             await self._session.execute(
-                select(User.password_hash, User.suspended_at)
+                select(User.password_hash, User.suspended_at, User.suspended_until)
                 .where(User.id == user.id)
                 .with_for_update(read=True)
             )
@@ -239,7 +239,7 @@ class AccountService:
         if current != stored:
             raise AuthenticationError("Wrong username or password.", code="invalid_credentials")
         if suspended_at is not None:
-            raise account_suspended()
+            raise account_suspended(suspended_until)
         await self._throttle.clear_failures(name, client, device=device)
         issued = self._new_token(user)
         if device is None:

@@ -17,6 +17,7 @@ seat is either taken before the suspension commits (and then given up by it) or 
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,7 +30,6 @@ from app.db.base import utcnow
 from app.errors import ConflictError, ForbiddenError, NotFoundError
 
 if TYPE_CHECKING:
-    import datetime as dt
     from collections.abc import Sequence
 
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -45,8 +45,15 @@ __all__ = (
 logger = structlog.get_logger("raiz.accounts")
 
 
-def account_suspended() -> ForbiddenError:
-    """The refusal of anything a suspended account asks for."""
+def account_suspended(until: dt.datetime | None = None) -> ForbiddenError:
+    """The refusal of anything a suspended account asks for (``until``: the end of a player's
+    own self-exclusion)."""
+    if until is not None:
+        return ForbiddenError(
+            f"You excluded yourself from play until {until.isoformat()}.",
+            code="account_suspended",
+            details={"suspended_until": until.isoformat()},
+        )
     return ForbiddenError("This account is suspended; contact support.", code="account_suspended")
 
 
@@ -122,20 +129,48 @@ class SuspensionService:
         """Suspend the account and revoke every live token of it; the caller commits.
 
         ``user_not_found`` (404), ``cannot_suspend_self`` (409: an operator locking
-        themselves out), ``already_suspended`` (409), ``account_suspended`` (403: the acting
-        operator was suspended meanwhile)."""
+        themselves out), ``already_suspended`` (409; a player's self-exclusion is not: it is
+        made the operator's suspension, which does not end by itself), ``account_suspended``
+        (403: the acting operator was suspended meanwhile)."""
         if actor_id == user_id:
             raise ConflictError("You cannot suspend your own account.", code="cannot_suspend_self")
         user = await self._lock_user(user_id, actor_id)
-        if user.suspended_at is not None:
+        if user.suspended_at is not None and user.suspended_until is None:
             raise ConflictError(
                 "The account is already suspended.",
                 code="already_suspended",
                 details={"suspended_at": user.suspended_at.isoformat()},
             )
+        # a player's self-exclusion becomes the operator's suspension: it no longer ends by
+        # itself
+        now = utcnow()
+        user.suspended_at = user.suspended_at or now
+        user.suspended_until = None
+        record = self._record(user, "suspend", reason, actor_id, now)
+        return await self._revoke_tokens(user, record, now)
+
+    async def self_exclude(self, user_id: uuid.UUID, days: int) -> SuspensionChange:
+        """The player excludes themselves from play for ``days`` days: suspended as by an
+        operator, except that no operator can lift it before it ends, and it ends by itself
+        (:meth:`end_self_exclusions`); the caller commits.  ``account_suspended`` (403) when
+        the account was suspended meanwhile."""
+        user = await self._lock_user(user_id, user_id)
         now = utcnow()
         user.suspended_at = now
-        record = self._record(user, "suspend", reason, actor_id, now)
+        user.suspended_until = now + dt.timedelta(days=days)
+        record = self._record(
+            user,
+            "suspend",
+            f"self-exclusion for {days} day{'s' if days != 1 else ''}",
+            user_id,
+            now,
+            until=user.suspended_until,
+        )
+        return await self._revoke_tokens(user, record, now)
+
+    async def _revoke_tokens(
+        self, user: User, record: AccountSuspension, now: dt.datetime
+    ) -> SuspensionChange:
         revoked = await self._session.execute(
             update(AccessToken)
             .where(
@@ -148,7 +183,11 @@ class SuspensionService:
         await self._session.flush()
         count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info(
-            "account_suspended", user_id=str(user.id), actor_id=_text(actor_id), revoked=count
+            "account_suspended",
+            user_id=str(user.id),
+            actor_id=_text(record.actor_id),
+            until=None if record.until is None else record.until.isoformat(),
+            revoked=count,
         )
         return SuspensionChange(user=user, record=record, revoked_tokens=count)
 
@@ -157,13 +196,43 @@ class SuspensionService:
     ) -> SuspensionChange:
         """Lift the suspension (the account logs in again; nothing it gave up comes back);
         the caller commits.  ``user_not_found`` (404), ``not_suspended`` (409),
+        ``self_exclusion_running`` (409: a player's self-exclusion is not lifted before it ends),
         ``account_suspended`` (403: the acting operator was suspended meanwhile, a locked-out
         operator reinstating itself included)."""
         user = await self._lock_user(user_id, actor_id)
         if user.suspended_at is None:
             raise ConflictError("The account is not suspended.", code="not_suspended")
         now = utcnow()
+        if user.suspended_until is not None and user.suspended_until > now:
+            raise ConflictError(
+                "The player excluded themselves from play; it cannot be lifted before it ends.",
+                code="self_exclusion_running",
+                details={"suspended_until": user.suspended_until.isoformat()},
+            )
+        return await self._lift(user, reason, actor_id, now)
+
+    async def end_self_exclusions(self) -> int:
+        """Lift every self-exclusion that has ended (the scheduler's job, every minute), each
+        recorded as a reinstatement by nobody; returns how many.  The rows are locked by the
+        statement that finds them: one changed meanwhile (an operator's suspension over it,
+        which clears its end) is read again and left when it no longer matches."""
+        now = utcnow()
+        ended = await self._session.scalars(
+            select(User)
+            .where(User.suspended_at.is_not(None), User.suspended_until <= now)
+            .order_by(User.id)
+            .with_for_update(key_share=True)
+            .execution_options(populate_existing=True)
+        )
+        lifted = [await self._lift(user, "self-exclusion ended", None, now) for user in ended]
+        await self._session.commit()
+        return len(lifted)
+
+    async def _lift(
+        self, user: User, reason: str, actor_id: uuid.UUID | None, now: dt.datetime
+    ) -> SuspensionChange:
         user.suspended_at = None
+        user.suspended_until = None
         record = self._record(user, "reinstate", reason, actor_id, now)
         await self._session.flush()
         logger.info("account_reinstated", user_id=str(user.id), actor_id=_text(actor_id))
@@ -202,9 +271,11 @@ class SuspensionService:
         reason: str,
         actor_id: uuid.UUID | None,
         now: dt.datetime,
+        *,
+        until: dt.datetime | None = None,
     ) -> AccountSuspension:
         record = AccountSuspension(
-            user_id=user.id, action=action, reason=reason, actor_id=actor_id, at=now
+            user_id=user.id, action=action, reason=reason, actor_id=actor_id, at=now, until=until
         )
         self._session.add(record)
         return record

@@ -10,12 +10,19 @@ from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from app.accounts.auth import principal_of, requires_role
-from app.accounts.schemas import SuspensionChangeRead, SuspensionRead, SuspensionRequest, UserRead
+from app.accounts.schemas import (
+    SelfExclusionRequest,
+    SuspensionChangeRead,
+    SuspensionRead,
+    SuspensionRequest,
+    UserRead,
+)
 from app.accounts.suspension import SuspensionService
 from app.api.deps import DbSession
+from app.api.strict import strict_body
 from app.tables.suspended import SuspendedSeats
 
-__all__ = ("SuspensionController",)
+__all__ = ("SelfExclusionController", "SuspensionController")
 
 
 class SuspensionController(Controller):
@@ -74,3 +81,36 @@ class SuspensionController(Controller):
         """Every suspension and reinstatement of the account, oldest first."""
         records = await SuspensionService(db_session).history(user_id)
         return [SuspensionRead.of(record) for record in records]
+
+
+class SelfExclusionController(Controller):
+    """A player excludes themselves from play (responsible gaming)."""
+
+    path = "/players/me"
+    tags = ["accounts"]
+    guards = [requires_role("player")]
+
+    @post("/self-exclusion", operation_id="excludeMyself", status_code=HTTP_200_OK)
+    async def exclude(
+        self,
+        request: Request[Any, Any, Any],
+        data: JSONBody[SelfExclusionRequest],
+        db_session: DbSession,
+    ) -> SuspensionChangeRead:
+        """Exclude yourself from play for ``days`` days: this token and every other stop
+        working, logins are refused until then, and your seats at tables that have not started
+        are given up with their entries refunded.  Nobody can lift it sooner; it ends by
+        itself.  Your wallet stays yours: ask support to pay its balance out."""
+        data = await strict_body(request, SelfExclusionRequest)  # "7" is not a number of days
+        user_id = principal_of(request).user_id
+        change = await SuspensionService(db_session).self_exclude(user_id, data.days)
+        await db_session.commit()
+        released = await SuspendedSeats(
+            request.app.state.database, request.app.state.table_runtime
+        ).release(user_id)
+        return SuspensionChangeRead(
+            user=UserRead.of(change.user),
+            change=SuspensionRead.of(change.record),
+            revoked_tokens=change.revoked_tokens,
+            released_seats=released,
+        )

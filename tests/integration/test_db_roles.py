@@ -355,7 +355,7 @@ GAME_UPDATED_COLUMNS = {
         "timer_kind",
     ],
     "game.seats": ["engine_seat", "entry_transfer_id", "left_at", "refund_transfer_id"],
-    "game.users": ["password_hash", "suspended_at"],
+    "game.users": ["password_hash", "suspended_at", "suspended_until"],
     "game.access_tokens": ["revoked_at"],
     "game.presence": ["acted_at", "last_seen_at", "timeouts_in_a_row"],
     "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],

@@ -61,6 +61,7 @@ ACCESS: dict[tuple[str, str], str | frozenset[str]] = {
     ("POST", "/tables"): frozenset({"player", "operator"}),
     ("GET", "/tables/{table_id:uuid}"): SIGNED_IN,
     ("POST", "/tables/{table_id:uuid}/seat"): PLAYER,
+    ("POST", "/players/me/self-exclusion"): PLAYER,
     ("POST", "/tables/{table_id:uuid}/leave"): PLAYER,
     ("POST", "/tables/{table_id:uuid}/start"): SIGNED_IN,  # the service admits the creator only
     ("POST", "/tables/{table_id:uuid}/cancel"): SIGNED_IN,  # the creator or an operator
