@@ -20,6 +20,7 @@ from app.accounts.schemas import (
 from app.accounts.suspension import SuspensionService
 from app.api.deps import DbSession
 from app.api.strict import strict_body
+from app.compliance.access import record_access
 from app.tables.suspended import SuspendedSeats
 
 __all__ = ("SelfExclusionController", "SuspensionController")
@@ -30,9 +31,13 @@ class SuspensionController(Controller):
 
     path = "/admin/users/{user_id:uuid}"
     tags = ["admin"]
-    guards = [requires_role("operator")]
 
-    @post("/suspend", operation_id="suspendUser", status_code=HTTP_200_OK)
+    @post(
+        "/suspend",
+        operation_id="suspendUser",
+        status_code=HTTP_200_OK,
+        guards=[requires_role("operator")],
+    )
     async def suspend(
         self,
         request: Request[Any, Any, Any],
@@ -57,7 +62,12 @@ class SuspensionController(Controller):
             released_seats=released,
         )
 
-    @post("/reinstate", operation_id="reinstateUser", status_code=HTTP_200_OK)
+    @post(
+        "/reinstate",
+        operation_id="reinstateUser",
+        status_code=HTTP_200_OK,
+        guards=[requires_role("operator")],
+    )
     async def reinstate(
         self,
         request: Request[Any, Any, Any],
@@ -74,12 +84,30 @@ class SuspensionController(Controller):
             user=UserRead.of(change.user), change=SuspensionRead.of(change.record)
         )
 
-    @get("/suspensions", operation_id="listUserSuspensions")
+    @get(
+        "/suspensions",
+        operation_id="listUserSuspensions",
+        guards=[requires_role("operator", "compliance")],
+    )
     async def history(
-        self, user_id: FromPath[uuid.UUID], db_session: DbSession
+        self,
+        request: Request[Any, Any, Any],
+        user_id: FromPath[uuid.UUID],
+        db_session: DbSession,
     ) -> list[SuspensionRead]:
-        """Every suspension and reinstatement of the account, oldest first."""
+        """Every suspension, self-exclusion and reinstatement of the account, oldest first
+        (a compliance read is recorded in the access log)."""
         records = await SuspensionService(db_session).history(user_id)
+        principal = principal_of(request)
+        if principal.role == "compliance":
+            record_access(
+                db_session,
+                actor=principal,
+                action="read_suspensions",
+                target=str(user_id),
+                details={"found": len(records)},
+            )
+            await db_session.commit()
         return [SuspensionRead.of(record) for record in records]
 
 

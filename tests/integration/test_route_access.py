@@ -42,7 +42,7 @@ ACCESS: dict[tuple[str, str], str | frozenset[str]] = {
     ("POST", "/admin/users/{user_id:uuid}/revoke-tokens"): OPERATOR,
     ("POST", "/admin/users/{user_id:uuid}/suspend"): OPERATOR,
     ("POST", "/admin/users/{user_id:uuid}/reinstate"): OPERATOR,
-    ("GET", "/admin/users/{user_id:uuid}/suspensions"): OPERATOR,
+    ("GET", "/admin/users/{user_id:uuid}/suspensions"): STAFF,
     ("GET", "/rng/algorithms"): PUBLIC,
     ("POST", "/rng/verify"): PUBLIC,
     ("GET", "/rng/rounds/{round_id:uuid}"): SIGNED_IN,

@@ -414,3 +414,22 @@ async def test_a_table_filling_waits_for_a_seated_accounts_suspension_to_commit(
         await holder.close()
     assert seated.status_code == 201, seated.text
     assert (await view(client, bia, table["id"]))["status"] == "open"
+
+
+async def test_compliance_staff_read_the_suspensions_and_each_read_is_recorded(client, settings):
+    op = await operator(client, settings)
+    ana_id, _ = await player(client, settings, "ana", 0, op)
+    await create_user(settings, "auditor", role="compliance")
+    auditor = await login(client, "auditor")
+    assert (await _suspend(client, op, ana_id)).status_code == 200
+    assert [h["action"] for h in await _history(client, auditor, ana_id)] == ["suspend"]
+    assert [h["action"] for h in await _history(client, op, ana_id)] == ["suspend"]
+    refused = await client.get(f"/admin/users/{uuid.uuid4()}/suspensions", headers=auth(auditor))
+    assert_error(refused, 404, "user_not_found")
+    log = (await client.get("/admin/access-log", headers=auth(op))).json()
+    auditor_id = (await client.get("/auth/me", headers=auth(auditor))).json()["id"]
+    assert [(row["action"], row["actor"], row["target"]) for row in log] == [
+        ("read_suspensions", auditor_id, ana_id)  # the operator's read and the 404 are not
+    ]
+    # compliance staff read, they do not suspend
+    assert_error(await _suspend(client, auditor, ana_id), 403, "forbidden")
