@@ -17,13 +17,30 @@ from app.accounts.schemas import (
     SuspensionRequest,
     UserRead,
 )
-from app.accounts.suspension import SuspensionService
+from app.accounts.suspension import SuspensionChange, SuspensionService
 from app.api.deps import DbSession
 from app.api.strict import strict_body
 from app.compliance.access import record_access
 from app.tables.suspended import SuspendedSeats
 
 __all__ = ("SelfExclusionController", "SuspensionController")
+
+
+async def _committed_and_released(
+    request: Request[Any, Any, Any], db_session: DbSession, change: SuspensionChange
+) -> SuspensionChangeRead:
+    """Commit a suspension, then give up the account's seats at open tables (each table in
+    its own transaction: ``app.tables.suspended``)."""
+    await db_session.commit()
+    released = await SuspendedSeats(
+        request.app.state.database, request.app.state.table_runtime
+    ).release(change.user.id)
+    return SuspensionChangeRead(
+        user=UserRead.of(change.user),
+        change=SuspensionRead.of(change.record),
+        revoked_tokens=change.revoked_tokens,
+        released_seats=released,
+    )
 
 
 class SuspensionController(Controller):
@@ -51,16 +68,7 @@ class SuspensionController(Controller):
         change = await SuspensionService(db_session).suspend(
             user_id, data.reason, principal_of(request).user_id
         )
-        await db_session.commit()
-        released = await SuspendedSeats(
-            request.app.state.database, request.app.state.table_runtime
-        ).release(user_id)
-        return SuspensionChangeRead(
-            user=UserRead.of(change.user),
-            change=SuspensionRead.of(change.record),
-            revoked_tokens=change.revoked_tokens,
-            released_seats=released,
-        )
+        return await _committed_and_released(request, db_session, change)
 
     @post(
         "/reinstate",
@@ -132,13 +140,4 @@ class SelfExclusionController(Controller):
         data = await strict_body(request, SelfExclusionRequest)  # "7" is not a number of days
         user_id = principal_of(request).user_id
         change = await SuspensionService(db_session).self_exclude(user_id, data.days)
-        await db_session.commit()
-        released = await SuspendedSeats(
-            request.app.state.database, request.app.state.table_runtime
-        ).release(user_id)
-        return SuspensionChangeRead(
-            user=UserRead.of(change.user),
-            change=SuspensionRead.of(change.record),
-            revoked_tokens=change.revoked_tokens,
-            released_seats=released,
-        )
+        return await _committed_and_released(request, db_session, change)
