@@ -70,6 +70,38 @@ async def _set_suspended(settings, user_id: str, suspended: bool) -> None:
     )
 
 
+async def _seat_while_suspending(
+    client, settings, table_id: str, seating: str, suspended_id: str, op: str
+):
+    """``seating`` takes a seat at the table, held (its row locked) until that request waits
+    for it; then the operator suspends ``suspended_id``, whose seat release queues behind;
+    then the table is let go.  The seat's and the suspension's responses."""
+    holder = await asyncpg.connect(settings.database_url)
+    try:
+        held = holder.transaction()
+        await held.start()
+        await holder.execute(
+            "SELECT 1 FROM game.tables WHERE id = $1 FOR UPDATE", uuid.UUID(table_id)
+        )
+        loop = asyncio.get_running_loop()
+        with from_threads(client) as (sync, pool):
+            seat_request = loop.run_in_executor(
+                pool, lambda: sync.post(f"/tables/{table_id}/seat", headers=auth(seating))
+            )
+            await until_waiting_on_locks(holder, 1)
+            suspension = loop.run_in_executor(
+                pool,
+                lambda: sync.post(
+                    f"/admin/users/{suspended_id}/suspend", json=REASON, headers=auth(op)
+                ),
+            )
+            await until_waiting_on_locks(holder, 2)  # the release waits behind the seat
+            await held.rollback()
+            return await seat_request, await suspension
+    finally:
+        await holder.close()
+
+
 async def test_a_suspended_account_cannot_log_in_and_its_tokens_stop_working(client, settings):
     op = await operator(client, settings)
     user_id = await create_user(settings, "bia")
@@ -227,28 +259,7 @@ async def test_a_seat_taken_while_the_suspension_waits_is_given_up_by_it(client,
     op = await operator(client, settings)
     ana_id, ana = await player(client, settings, "ana", 1_000, op)
     table = await create_table(client, op)
-    holder = await asyncpg.connect(settings.database_url)
-    try:
-        held = holder.transaction()
-        await held.start()
-        await holder.execute(
-            "SELECT 1 FROM game.tables WHERE id = $1 FOR UPDATE", uuid.UUID(table["id"])
-        )
-        loop = asyncio.get_running_loop()
-        with from_threads(client) as (sync, pool):
-            seating = loop.run_in_executor(
-                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(ana))
-            )
-            await until_waiting_on_locks(holder, 1)
-            suspending = loop.run_in_executor(
-                pool,
-                lambda: sync.post(f"/admin/users/{ana_id}/suspend", json=REASON, headers=auth(op)),
-            )
-            await until_waiting_on_locks(holder, 2)
-            await held.rollback()
-            seated, suspended = await seating, await suspending
-    finally:
-        await holder.close()
+    seated, suspended = await _seat_while_suspending(client, settings, table["id"], ana, ana_id, op)
     assert seated.status_code == 201, seated.text
     assert suspended.status_code == 200, suspended.text
     assert suspended.json()["released_seats"] == 1
@@ -342,28 +353,7 @@ async def test_a_table_filled_while_a_seated_account_is_suspended_does_not_start
     bia_id, bia = await player(client, settings, "bia", 1_000, op)
     table = await create_table(client, op, seat_count=2)
     await seat(client, ana, table["id"])
-    holder = await asyncpg.connect(settings.database_url)
-    try:
-        held = holder.transaction()
-        await held.start()
-        await holder.execute(
-            "SELECT 1 FROM game.tables WHERE id = $1 FOR UPDATE", uuid.UUID(table["id"])
-        )
-        loop = asyncio.get_running_loop()
-        with from_threads(client) as (sync, pool):
-            seating = loop.run_in_executor(
-                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(bia))
-            )
-            await until_waiting_on_locks(holder, 1)
-            suspending = loop.run_in_executor(
-                pool,
-                lambda: sync.post(f"/admin/users/{ana_id}/suspend", json=REASON, headers=auth(op)),
-            )
-            await until_waiting_on_locks(holder, 2)  # the release waits behind bia's seat
-            await held.rollback()
-            seated, suspended = await seating, await suspending
-    finally:
-        await holder.close()
+    seated, suspended = await _seat_while_suspending(client, settings, table["id"], bia, ana_id, op)
     assert seated.status_code == 201, seated.text
     assert suspended.status_code == 200, suspended.text
     assert suspended.json()["released_seats"] == 1
