@@ -1,4 +1,5 @@
-"""Suspending and reinstating accounts (operators), and the check every paid step makes.
+"""Suspending and reinstating accounts (operators), self-exclusion (players), and the check
+every paid step makes.
 
 A suspended account (fraud, collusion, a player's own request to stop playing) cannot log in
 (``403 account_suspended``, told only to whoever knows the password), its tokens stop working
@@ -9,10 +10,15 @@ plays goes on without it, its turns played by the timers as for any player who w
 what it wins is paid to its wallet.  The wallet stays as it is: deposits still arrive and
 operators still pay withdrawals out.
 
-Every suspension and reinstatement is a row of ``game.account_suspensions`` (who, when, why),
-which nobody can change or delete.  A suspension locks the user's row (``FOR NO KEY UPDATE``);
-seating and opening a table read it under a share lock first (:func:`require_active`), so a
-seat is either taken before the suspension commits (and then given up by it) or refused.
+A player's own self-exclusion (:meth:`SuspensionService.self_exclude`) is such a suspension with
+an end (``users.suspended_until``): no operator lifts it sooner, and a job lifts it at its end.
+No match starts while a suspended account sits at the table (:func:`any_suspended`).
+
+Every suspension, self-exclusion and reinstatement is a row of ``game.account_suspensions``
+(who, when, why, until when), which nobody can change or delete.  A suspension locks the
+user's row (``FOR NO KEY UPDATE``); seating and opening a table read it under a share lock
+first (:func:`require_active`), so a seat is either taken before the suspension commits (and
+then given up by it) or refused.
 """
 
 from __future__ import annotations
