@@ -21,7 +21,7 @@ import secrets
 import uuid
 from typing import TYPE_CHECKING, Final
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 
 from app.accounts.models import LoginDevice, User
 from app.db.base import utcnow
@@ -35,6 +35,9 @@ DEVICE_TTL: Final = dt.timedelta(days=180)
 MAX_DEVICES_PER_USER: Final = 20
 DEVICE_TOKEN_MAX_LENGTH: Final = 128
 _DEVICE_TOKEN_BYTES: Final = 32
+DEVICES_LOCK_SPACE: Final = 0x72617A64
+"""First key of the two-key ``pg_advisory_xact_lock`` serializing one user's new devices
+("razd"; the second key is a hash of the user id)."""
 
 
 def _digest(token: str) -> bytes:
@@ -64,7 +67,13 @@ class KnownDevices:
 
     async def issue(self, user_id: uuid.UUID) -> str:
         """A new device token of the user (not committed); beyond ``MAX_DEVICES_PER_USER``
-        the oldest are forgotten."""
+        the oldest are forgotten.  The user's new devices are serialized until the transaction
+        ends: concurrent logins would each trim what they see, none seeing the others' new
+        device, and keep one more each (the login holds only a share lock on the user)."""
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
+            {"space": DEVICES_LOCK_SPACE, "user": str(user_id)},
+        )
         token = secrets.token_urlsafe(_DEVICE_TOKEN_BYTES)
         now = utcnow()
         self._session.add(

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
+import asyncpg
 import pytest
 
-from app.accounts.devices import MAX_DEVICES_PER_USER
-from tests.helpers import DEFAULT_PASSWORD, assert_error, behind_the_proxy, create_user
+from app.accounts.devices import MAX_DEVICES_PER_USER, KnownDevices
+from tests.helpers import (
+    DEFAULT_PASSWORD,
+    assert_error,
+    behind_the_proxy,
+    create_user,
+    until_waiting_on_locks,
+)
 from tests.integration.tables.scenario import sql
 
 pytestmark = pytest.mark.asyncio
@@ -105,8 +113,6 @@ async def test_a_player_keeps_at_most_the_limit_of_devices_the_newest(settings):
 
 
 async def test_setting_a_new_password_forgets_the_devices(settings, cli):
-    import asyncio
-
     from app.cli import main
 
     await create_user(settings, "fia")
@@ -147,3 +153,40 @@ async def test_expired_devices_are_forgotten_by_the_clean_up(settings):
     finally:
         await database.dispose()
     assert await _devices(settings, "gil") == 1
+
+
+async def test_concurrent_logins_keep_no_more_than_the_limit_of_devices(settings, monkeypatch):
+    # Two logins issue a device each at once, the player holding one short of the limit: each
+    # trims to the limit what it sees, and neither sees the other's new device.  The first is
+    # held right after its device is issued (not committed) while the second goes on.
+    await create_user(settings, "hana")
+    async with behind_the_proxy(settings) as send:
+        for _ in range(MAX_DEVICES_PER_USER - 1):
+            assert (await send("198.51.100.7", "hana", DEFAULT_PASSWORD)).status_code == 200
+        real_issue = KnownDevices.issue
+        issued, release = asyncio.Event(), asyncio.Event()
+
+        async def held_issue(self, user_id):
+            token = await real_issue(self, user_id)
+            if not issued.is_set():
+                issued.set()
+                await release.wait()
+            return token
+
+        monkeypatch.setattr(KnownDevices, "issue", held_issue)
+        first = asyncio.ensure_future(send("198.51.100.7", "hana", DEFAULT_PASSWORD))
+        await asyncio.wait_for(issued.wait(), 30)
+        second = asyncio.ensure_future(send("198.51.100.8", "hana", DEFAULT_PASSWORD))
+        assert settings.database_url is not None
+        watcher = await asyncpg.connect(settings.database_url)
+        try:
+            # the second login either finishes or waits for the first one's device
+            waiting = asyncio.ensure_future(until_waiting_on_locks(watcher, 1))
+            await asyncio.wait({second, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+        finally:
+            await watcher.close()
+        release.set()
+        assert (await first).status_code == 200
+        assert (await second).status_code == 200
+    assert await _devices(settings, "hana") == MAX_DEVICES_PER_USER
