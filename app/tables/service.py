@@ -177,14 +177,33 @@ class TableService:
         await self.touch(table.id, principal.user_id)
         seats.append(seat)
         driver = TableDriver(self._context, table, self._spec(table))
-        # a full table waits while a suspended account sits there (its seat is being given
-        # up: app.tables.suspended), instead of dealing it in
-        if len(seats) == table.seat_count and not await any_suspended(
-            self._session, [seat.user_id for seat in seats]
-        ):
-            await self._start(driver, seats)
+        await self._start_if_full(driver, seats)
         await driver.save()
         return seat
+
+    async def start_full(self, table_id: uuid.UUID) -> bool:
+        """Start an open table whose every seat is taken, as its last seat would have
+        (``app.tables.suspended``: a table filled while a seated account was suspended, whose
+        account was reinstated before its seat was given up); False when it did not start."""
+        table = await self.lock(table_id)
+        if table.status != "open" or utcnow() >= table.fill_deadline_at:
+            return False
+        driver = TableDriver(self._context, table, self._spec(table))
+        if not await self._start_if_full(driver, await self.active_seats(table.id)):
+            return False
+        await driver.save()
+        return True
+
+    async def _start_if_full(self, driver: TableDriver, seats: Sequence[Seat]) -> bool:
+        """Start the match of a locked open table when every seat is taken, unless a seated
+        account is suspended: the table waits (its seat is being given up:
+        ``app.tables.suspended``) instead of dealing it in."""
+        if len(seats) < driver.table.seat_count or await any_suspended(
+            self._session, [seat.user_id for seat in seats]
+        ):
+            return False
+        await self._start(driver, seats)
+        return True
 
     async def leave(self, principal: Principal, table_id: uuid.UUID) -> None:
         """Leave before the start; the entry comes back in full."""

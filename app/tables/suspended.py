@@ -7,6 +7,11 @@ The suspension request does it at once for its account; a periodic job does it f
 suspended account, so a seat left by an interrupted request is given up within a minute.  A
 seat whose account was reinstated meanwhile is kept; a table that started meanwhile keeps the
 player, whose turns its timers play.
+
+A table filled while a seated account was suspended waits, open and full, for that seat to be
+given up (``TableService.seat``).  When the account is reinstated first, the seat is kept and
+nothing else would start the table (it takes no seat; only its creator could start it) until
+its fill deadline cancels it: the job starts every such table, as its last seat would have.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import uuid
 from typing import TYPE_CHECKING, Final
 
 import structlog
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 
 from app.accounts.models import User
 from app.tables.models import Seat, Table
@@ -42,7 +47,8 @@ class SuspendedSeats:
 
     async def release(self, user_id: uuid.UUID | None = None) -> int:
         """Give up the seats at open tables of ``user_id`` (every suspended account by
-        default); returns how many were given up."""
+        default, then start the full tables none of them holds); returns how many seats were
+        given up."""
         query = (
             select(Seat.table_id, Seat.user_id)
             .join(Table, Table.id == Seat.table_id)
@@ -62,7 +68,30 @@ class SuspendedSeats:
         released = 0
         for table_id, holder in held:
             released += await self._give_up(table_id, holder)
+        if user_id is None:
+            await self._start_full_tables()
         return released
+
+    async def _start_full_tables(self) -> None:
+        """Start the open tables whose every seat is taken, none by a suspended account."""
+        seated = (
+            select(func.count())
+            .where(Seat.table_id == Table.id, Seat.left_at.is_(None))
+            .correlate(Table)
+            .scalar_subquery()
+        )
+        query = select(Table.id).where(
+            Table.status == bindparam("open_status", "open", literal_execute=True),
+            seated >= Table.seat_count,
+        )
+        async with self._database.session() as session:
+            full = list(await session.scalars(query))
+        for table_id in full:
+            async with self._database.session() as session:
+                if not await TableService(self._runtime.context(session)).start_full(table_id):
+                    continue
+                await session.commit()
+            logger.info("full_table_started", table_id=str(table_id))
 
     async def _give_up(self, table_id: uuid.UUID, user_id: uuid.UUID) -> int:
         async with self._database.session() as session:

@@ -423,3 +423,53 @@ async def test_compliance_staff_read_the_suspensions_and_each_read_is_recorded(c
     ]
     # compliance staff read, they do not suspend
     assert_error(await _suspend(client, auditor, ana_id), 403, "forbidden")
+
+
+async def test_a_full_table_whose_suspended_account_was_reinstated_starts_by_the_job(
+    client, settings
+):
+    # bia's seat filled the table while ana was suspended (the table waits for ana's seat to
+    # be given up), then ana was reinstated before her seat was: it stays, the table takes no
+    # seat any more and only its creator could start it.  The job starts it, as bia's seat
+    # would have; it leaves waiting a full table whose seated account is still suspended
+    # (cid's seat, which it does not reach here), and one past its fill deadline (its timer
+    # cancels it).
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    _, bia = await player(client, settings, "bia", 1_000, op)
+    cid_id, cid = await player(client, settings, "cid", 1_000, op)
+    _, dan = await player(client, settings, "dan", 1_000, op)
+    _, eva = await player(client, settings, "eva", 1_000, op)
+    table, waiting, late = [await create_table(client, op, seat_count=2) for _ in range(3)]
+    await seat(client, ana, table["id"])
+    await seat(client, ana, late["id"])
+    await seat(client, cid, waiting["id"])
+    for suspended in (ana_id, cid_id):
+        await _set_suspended(settings, suspended, True)
+    await seat(client, bia, table["id"])
+    await seat(client, eva, late["id"])
+    await seat(client, dan, waiting["id"])
+    assert (await view(client, bia, table["id"]))["status"] == "open"
+    await _set_suspended(settings, ana_id, False)
+    await sql(
+        settings,
+        "UPDATE game.tables SET fill_deadline_at = now() - interval '1 second' WHERE id = :id",
+        id=uuid.UUID(late["id"]),
+    )
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+        job = SuspendedSeats(database, runtime)
+
+        async def not_reached(table_id: uuid.UUID, user_id: uuid.UUID) -> int:
+            return 0
+
+        job._give_up = not_reached  # type: ignore[method-assign]
+        assert await job.release() == 0
+    finally:
+        await database.dispose()
+    started = await view(client, bia, table["id"])
+    assert started["status"] == "running" and len(started["seats"]) == 2
+    assert (await view(client, dan, waiting["id"]))["status"] == "open"
+    assert (await view(client, eva, late["id"]))["status"] != "running"
