@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.accounts.models import AccessToken, AccountSuspension, User
 from app.db.base import utcnow
@@ -209,11 +209,21 @@ class SuspensionService:
         if user.suspended_at is None:
             raise ConflictError("The account is not suspended.", code="not_suspended")
         now = utcnow()
-        if user.suspended_until is not None and user.suspended_until > now:
+        # from the kept record, not the account's row: an operator's suspension over a
+        # self-exclusion clears its end there, and suspending then reinstating must not be a
+        # way to end a self-exclusion early
+        self_excluded_until = await self._session.scalar(
+            select(func.max(AccountSuspension.until)).where(
+                AccountSuspension.user_id == user.id,
+                AccountSuspension.actor_id == user.id,
+                AccountSuspension.action == "suspend",
+            )
+        )
+        if self_excluded_until is not None and self_excluded_until > now:
             raise ConflictError(
                 "The player excluded themselves from play; it cannot be lifted before it ends.",
                 code="self_exclusion_running",
-                details={"suspended_until": user.suspended_until.isoformat()},
+                details={"suspended_until": self_excluded_until.isoformat()},
             )
         return await self._lift(user, reason, actor_id, now)
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
+import asyncpg
 import pytest
 
 from app.accounts.suspension import SuspensionService
 from app.db import Database
 from tests.helpers import DEFAULT_PASSWORD, assert_error, auth, login
 from tests.integration.tables.helpers import create_table, operator, player
-from tests.integration.tables.scenario import seat, sql
+from tests.integration.tables.scenario import seat
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,11 +38,20 @@ async def _end_self_exclusions(settings) -> int:
 
 
 async def _move_the_end_to_the_past(settings, user_id: str) -> None:
-    await sql(
-        settings,
-        "UPDATE game.users SET suspended_until = now() - interval '1 second' WHERE id = :id",
-        id=uuid.UUID(user_id),
-    )
+    """As if the self-exclusion's days had passed: its end on the account and in its kept
+    record (insert-only: its triggers are skipped, as only a superuser can)."""
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute("SET session_replication_role = replica")
+        for table, column in (("users", "id"), ("account_suspensions", "user_id")):
+            field = "suspended_until" if table == "users" else "until"
+            await connection.execute(
+                f"UPDATE game.{table} SET {field} = now() - interval '1 second' "
+                f"WHERE {column} = $1 AND {field} IS NOT NULL",
+                uuid.UUID(user_id),
+            )
+    finally:
+        await connection.close()
 
 
 async def test_a_player_excludes_themselves_and_it_ends_by_itself(client, settings):
@@ -59,6 +69,7 @@ async def test_a_player_excludes_themselves_and_it_ends_by_itself(client, settin
     expected = dt.datetime.now(dt.UTC) + dt.timedelta(days=30)
     assert abs((until - expected).total_seconds()) < 60
     assert body["change"]["reason"] == "self-exclusion for 30 days"
+    assert dt.datetime.fromisoformat(body["change"]["until"]) == until
     assert body["change"]["actor_id"] == ana_id
     for token in (ana, other):
         assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
@@ -88,7 +99,7 @@ async def test_a_player_excludes_themselves_and_it_ends_by_itself(client, settin
         ("suspend", ana_id, "self-exclusion for 30 days"),
         ("reinstate", None, "self-exclusion ended"),
     ]
-    assert dt.datetime.fromisoformat(history[0]["until"]) == until
+    assert dt.datetime.fromisoformat(history[0]["until"]) < dt.datetime.now(dt.UTC)  # moved
 
 
 async def test_an_operators_suspension_over_a_self_exclusion_does_not_end_by_itself(
@@ -111,6 +122,14 @@ async def test_an_operators_suspension_over_a_self_exclusion_does_not_end_by_its
         "/auth/login", json={"username": "bia", "password": DEFAULT_PASSWORD}
     )
     assert "suspended_until" not in assert_error(login_refused, 403, "account_suspended")["details"]
+    # suspending, then reinstating, does not end the self-exclusion early ...
+    reinstating = await client.post(
+        f"/admin/users/{bia_id}/reinstate", json={"reason": "cleared"}, headers=auth(op)
+    )
+    assert_error(reinstating, 409, "self_exclusion_running")
+    # ... once it has ended, the operator's suspension lasts until an operator lifts it
+    await _move_the_end_to_the_past(settings, bia_id)
+    assert await _end_self_exclusions(settings) == 0
     reinstated = await client.post(
         f"/admin/users/{bia_id}/reinstate", json={"reason": "cleared"}, headers=auth(op)
     )
