@@ -91,7 +91,11 @@ class AuthController(Controller):
         login); every other token of the caller is revoked."""
         remote = request.client.host if request.client else None
         revoked = await AccountService(db_session, settings).change_password(
-            principal_of(request), data.current_password, data.new_password, remote
+            principal_of(request),
+            data.current_password,
+            data.new_password,
+            remote,
+            data.device_token,
         )
         return PasswordChanged(revoked_tokens=revoked)
 

@@ -98,9 +98,12 @@ class KnownDevices:
         )
         return token
 
-    async def forget_all(self, user_id: uuid.UUID) -> None:
-        """Forget every device of the user (not committed)."""
-        await self._session.execute(delete(LoginDevice).where(LoginDevice.user_id == user_id))
+    async def forget_all(self, user_id: uuid.UUID, *, keep: uuid.UUID | None = None) -> None:
+        """Forget every device of the user but ``keep`` (not committed)."""
+        condition = LoginDevice.user_id == user_id
+        if keep is not None:
+            condition = condition & (LoginDevice.id != keep)
+        await self._session.execute(delete(LoginDevice).where(condition))
 
     async def forget_expired(self) -> int:
         """Delete expired devices (run with the login failures' clean-up); returns how many."""

@@ -38,6 +38,17 @@ Username = Annotated[
     ),
 ]
 Password = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+DeviceToken = Annotated[
+    str,
+    msgspec.Meta(
+        max_length=128,
+        description=(
+            "The device_token a previous login on this device returned: failed password checks "
+            "from it are counted apart from everybody else's (strangers guessing the password "
+            "do not lock this device out)."
+        ),
+    ),
+]
 NewPassword = Annotated[
     str,
     msgspec.Meta(
@@ -60,20 +71,7 @@ class LoginRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     username: Username
     password: Password
-    device_token: (
-        Annotated[
-            str,
-            msgspec.Meta(
-                max_length=128,
-                description=(
-                    "The device_token a previous login on this device returned: failed logins "
-                    "from it are counted apart from everybody else's (strangers guessing the "
-                    "password do not lock this device out)."
-                ),
-            ),
-        ]
-        | None
-    ) = None
+    device_token: DeviceToken | None = None
 
 
 class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
@@ -81,6 +79,8 @@ class PasswordChange(msgspec.Struct, forbid_unknown_fields=True):
 
     current_password: Password
     new_password: NewPassword
+    device_token: DeviceToken | None = None
+    """This device's token (as for a login): kept, while every other device is forgotten."""
 
 
 class PasswordChanged(msgspec.Struct):

@@ -253,10 +253,13 @@ class AccountService:
         current_password: str,
         new_password: str,
         remote_address: str | None,
+        device_token: str | None = None,
     ) -> int:
         """Replace the caller's password and revoke every other live token of theirs (a
         leaked token or password stops working; the one of this request goes on); returns how
-        many tokens were revoked.
+        many tokens were revoked.  Every known device of theirs is forgotten but this one
+        (``device_token``, which is also throttled as a login from it is): whoever learnt the
+        password may have logged in from one.
 
         ``weak_password`` (400) for a new password of a refused length, before anything is
         recorded; the current password is checked as a login is (``invalid_credentials``,
@@ -269,7 +272,8 @@ class AccountService:
         an account suspended meanwhile changes nothing: ``account_suspended`` (403).
         """
         self._check_new_password(new_password)
-        client = await self._throttle.record_attempt(principal.username, remote_address)
+        device = await self._devices.find(principal.username, device_token)
+        client = await self._throttle.record_attempt(principal.username, remote_address, device)
         stored = await self._session.scalar(
             select(User.password_hash).where(User.id == principal.user_id)
         )
@@ -305,7 +309,8 @@ class AccountService:
         revoked = await self._session.execute(
             update(AccessToken).where(*others).values(revoked_at=utcnow())
         )
-        await self._throttle.clear_failures(principal.username, client)
+        await self._throttle.clear_failures(principal.username, client, device=device)
+        await self._devices.forget_all(user.id, keep=device)
         await self._session.commit()
         count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_changed", user_id=str(user.id), revoked_tokens=count)

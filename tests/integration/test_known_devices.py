@@ -190,3 +190,39 @@ async def test_concurrent_logins_keep_no_more_than_the_limit_of_devices(settings
         assert (await first).status_code == 200
         assert (await second).status_code == 200
     assert await _devices(settings, "hana") == MAX_DEVICES_PER_USER
+
+
+async def test_a_password_change_from_a_known_device_is_not_locked_out_and_forgets_the_others(
+    settings,
+):
+    from litestar.testing import AsyncTestClient
+
+    from app.main import create_app
+    from tests.helpers import auth
+
+    limited = settings.model_copy(update={"login_max_failures_per_account": 3})
+    await create_user(settings, "hugo")
+    async with behind_the_proxy(limited) as send:
+        logins = [await send("198.51.100.7", "hugo", DEFAULT_PASSWORD) for _ in range(3)]
+        token = logins[0].json()["token"]
+        kept, forgotten, other = (login.json()["device_token"] for login in logins)
+        await _lock_the_account(send, "hugo", 3)  # strangers fill the account's limit
+    assert await _devices(settings, "hugo") == 3
+    async with AsyncTestClient(app=create_app(limited)) as own:
+        change = {"current_password": DEFAULT_PASSWORD, "new_password": "a brand new passphrase"}
+        # from an unknown device the change is throttled with the account ...
+        refused = await own.post("/auth/password", json=change, headers=auth(token))
+        assert_error(refused, 429, "login_throttled")
+        # ... from a known one it goes through, and that device is the only one kept
+        changed = await own.post(
+            "/auth/password", json={**change, "device_token": kept}, headers=auth(token)
+        )
+        assert changed.status_code == 200, changed.text
+    assert await _devices(settings, "hugo") == 1
+    async with behind_the_proxy(limited) as send:  # the strangers' failures still count
+        new = "a brand new passphrase"
+        assert_error(await send("192.0.2.1", "hugo", new), 429, "login_throttled")
+        assert (await send("192.0.2.1", "hugo", new, device_token=kept)).status_code == 200
+        for stale in (forgotten, other):
+            refused = await send("192.0.2.1", "hugo", new, device_token=stale)
+            assert_error(refused, 429, "login_throttled")
