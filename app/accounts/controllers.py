@@ -127,6 +127,7 @@ class AdminUsersController(Controller):
     @get("/", operation_id="listUsers")
     async def list_users(
         self,
+        *,
         db_session: DbSession,
         settings: AppSettings,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
@@ -141,11 +142,18 @@ class AdminUsersController(Controller):
                 )
             ),
         ] = None,
+        suspended: Annotated[
+            bool | None,
+            Parameter(
+                description="true: only suspended accounts (self-excluded ones included); "
+                "false: only the others."
+            ),
+        ] = None,
     ) -> list[UserRead]:
         """Users, oldest first; ``after`` (a user id, the last one of the previous page)
-        pages on."""
+        pages on; ``suspended`` filters."""
         users = await AccountService(db_session, settings).list_users(
-            limit=limit, offset=offset, after=after
+            limit=limit, offset=offset, after=after, suspended=suspended
         )
         return [UserRead.of(user) for user in users]
 

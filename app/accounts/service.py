@@ -417,11 +417,21 @@ class AccountService:
         return user
 
     async def list_users(
-        self, *, limit: int, offset: int = 0, after: uuid.UUID | None = None
+        self,
+        *,
+        limit: int,
+        offset: int = 0,
+        after: uuid.UUID | None = None,
+        suspended: bool | None = None,
     ) -> list[User]:
         """Users, oldest first; after the user ``after`` in that order when given
-        (``user_not_found`` if there is no such user)."""
+        (``user_not_found`` if there is no such user); only the suspended ones (or only the
+        others) with ``suspended``."""
         query = select(User).order_by(*OLDEST_FIRST.order_by()).limit(limit).offset(offset)
+        if suspended is not None:
+            query = query.where(
+                User.suspended_at.is_not(None) if suspended else User.suspended_at.is_(None)
+            )
         if after is not None:
             missing = NotFoundError(
                 "No user with this id to page from.",

@@ -473,3 +473,24 @@ async def test_a_full_table_whose_suspended_account_was_reinstated_starts_by_the
     assert started["status"] == "running" and len(started["seats"]) == 2
     assert (await view(client, dan, waiting["id"]))["status"] == "open"
     assert (await view(client, eva, late["id"]))["status"] != "running"
+
+
+async def test_operators_list_the_suspended_accounts(client, settings):
+    op = await operator(client, settings)
+    ids = [(await player(client, settings, f"player{n}", 0, op))[0] for n in range(4)]
+    for user_id in (ids[1], ids[3]):
+        assert (await _suspend(client, op, user_id)).status_code == 200
+
+    async def listed(query: str) -> list[str]:
+        response = await client.get(f"/admin/users?{query}", headers=auth(op))
+        assert response.status_code == 200, response.text
+        return [user["id"] for user in response.json()]
+
+    assert [u for u in await listed("suspended=true") if u in ids] == [ids[1], ids[3]]
+    assert [u for u in await listed("suspended=false") if u in ids] == [ids[0], ids[2]]
+    assert [u for u in await listed("") if u in ids] == ids
+    # with the keyset: the suspended accounts after the first one
+    assert await listed(f"suspended=true&after={ids[1]}") == [ids[3]]
+    assert_error(
+        await client.get("/admin/users?suspended=maybe", headers=auth(op)), 400, "validation_error"
+    )
