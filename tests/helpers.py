@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -25,6 +27,7 @@ __all__ = (
     "from_threads",
     "hold_the_first_password_check",
     "login",
+    "sent_while_suspending",
     "until_waiting_on_locks",
 )
 
@@ -158,3 +161,35 @@ async def until_waiting_on_locks(connection: Any, count: int) -> None:
             return
         await asyncio.sleep(0.02)
     pytest.fail(f"{count} requests never waited for a lock")
+
+
+async def sent_while_suspending(
+    client: Any, settings: Settings, user_id: str, *requests: tuple[str, Any, str]
+) -> list[httpx.Response]:
+    """POST each ``(path, body, token)`` (at most two) while the user's suspension is being
+    committed (an uncommitted UPDATE holds the account's row): once every request waits for
+    that row, the suspension commits; the responses, in order."""
+    assert settings.database_url is not None and len(requests) <= 2
+    holder = await asyncpg.connect(settings.database_url)
+    try:
+        suspension = holder.transaction()
+        await suspension.start()
+        await holder.execute(
+            "UPDATE game.users SET suspended_at = now() WHERE id = $1", uuid.UUID(user_id)
+        )
+        loop = asyncio.get_running_loop()
+        with from_threads(client) as (sync, pool):
+            pending = [
+                loop.run_in_executor(
+                    pool,
+                    lambda path=path, body=body, token=token: sync.post(
+                        path, json=body, headers=auth(token)
+                    ),
+                )
+                for path, body, token in requests
+            ]
+            await until_waiting_on_locks(holder, len(requests))
+            await suspension.commit()
+            return [await response for response in pending]
+    finally:
+        await holder.close()

@@ -18,6 +18,7 @@ from tests.helpers import (
     from_threads,
     hold_the_first_password_check,
     login,
+    sent_while_suspending,
     until_waiting_on_locks,
 )
 from tests.integration.tables.helpers import operator
@@ -136,24 +137,9 @@ async def test_an_operator_suspended_meanwhile_cannot_reinstate_itself(client, s
     # suspension of it commits: it must stay suspended.
     ana = await operator(client, settings, "ana_op")
     ana_id = await _me(client, ana)
-    holder = await asyncpg.connect(settings.database_url)
-    try:
-        suspension = holder.transaction()
-        await suspension.start()
-        await holder.execute(
-            "UPDATE game.users SET suspended_at = now() WHERE id = $1", uuid.UUID(ana_id)
-        )
-        loop = asyncio.get_running_loop()
-        with from_threads(client) as (sync, pool):
-            path = f"/admin/users/{ana_id}/reinstate"
-            pending = loop.run_in_executor(
-                pool, lambda: sync.post(path, json=REASON, headers=auth(ana))
-            )
-            await until_waiting_on_locks(holder, 1)
-            await suspension.commit()
-            response = await pending
-    finally:
-        await holder.close()
+    (response,) = await sent_while_suspending(
+        client, settings, ana_id, (f"/admin/users/{ana_id}/reinstate", REASON, ana)
+    )
     assert_error(response, 403, "account_suspended")
     rows = await sql(
         settings,

@@ -19,6 +19,7 @@ from tests.helpers import (
     create_user,
     from_threads,
     login,
+    sent_while_suspending,
     until_waiting_on_locks,
 )
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
@@ -221,29 +222,13 @@ async def test_a_suspended_player_cannot_take_a_seat_or_open_a_table(client, set
     op = await operator(client, settings)
     ana_id, ana = await player(client, settings, "ana", 1_000, op)
     table = await create_table(client, op)
-    holder = await asyncpg.connect(settings.database_url)
-    try:
-        suspension = holder.transaction()
-        await suspension.start()
-        await holder.execute(
-            "UPDATE game.users SET suspended_at = now() WHERE id = $1", uuid.UUID(ana_id)
-        )
-        loop = asyncio.get_running_loop()
-        with from_threads(client) as (sync, pool):
-            seating = loop.run_in_executor(
-                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(ana))
-            )
-            creating = loop.run_in_executor(
-                pool,
-                lambda: sync.post(
-                    "/tables", json={"seat_count": 2, "entry_cents": 100}, headers=auth(ana)
-                ),
-            )
-            await until_waiting_on_locks(holder, 2)
-            await suspension.commit()
-            seated, created = await seating, await creating
-    finally:
-        await holder.close()
+    seated, created = await sent_while_suspending(
+        client,
+        settings,
+        ana_id,
+        (f"/tables/{table['id']}/seat", None, ana),
+        ("/tables", {"seat_count": 2, "entry_cents": 100}, ana),
+    )
     assert_error(seated, 403, "account_suspended")
     assert_error(created, 403, "account_suspended")
     assert await _active_seats(settings, ana_id) == []
@@ -385,23 +370,9 @@ async def test_a_table_filling_waits_for_a_seated_accounts_suspension_to_commit(
     _, bia = await player(client, settings, "bia", 1_000, op)
     table = await create_table(client, op, seat_count=2)
     await seat(client, ana, table["id"])
-    holder = await asyncpg.connect(settings.database_url)
-    try:
-        suspension = holder.transaction()
-        await suspension.start()
-        await holder.execute(
-            "UPDATE game.users SET suspended_at = now() WHERE id = $1", uuid.UUID(ana_id)
-        )
-        loop = asyncio.get_running_loop()
-        with from_threads(client) as (sync, pool):
-            seating = loop.run_in_executor(
-                pool, lambda: sync.post(f"/tables/{table['id']}/seat", headers=auth(bia))
-            )
-            await until_waiting_on_locks(holder, 1)
-            await suspension.commit()
-            seated = await seating
-    finally:
-        await holder.close()
+    (seated,) = await sent_while_suspending(
+        client, settings, ana_id, (f"/tables/{table['id']}/seat", None, bia)
+    )
     assert seated.status_code == 201, seated.text
     assert (await view(client, bia, table["id"]))["status"] == "open"
 
