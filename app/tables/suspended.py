@@ -67,7 +67,10 @@ class SuspendedSeats:
             held = (await session.execute(query)).all()
         released = 0
         for table_id, holder in held:
-            released += await self._give_up(table_id, holder)
+            try:
+                released += await self._give_up(table_id, holder)
+            except Exception:  # one table failing (rolled back) must not hold up the others
+                logger.exception("suspended_seat_failed", table_id=str(table_id))
         if user_id is None:
             await self._start_full_tables()
         return released
@@ -80,17 +83,26 @@ class SuspendedSeats:
             .correlate(Table)
             .scalar_subquery()
         )
-        query = select(Table.id).where(
-            Table.status == bindparam("open_status", "open", literal_execute=True),
-            seated >= Table.seat_count,
+        query = (
+            select(Table.id)
+            .where(
+                Table.status == bindparam("open_status", "open", literal_execute=True),
+                seated >= Table.seat_count,
+            )
+            .order_by(Table.id)
         )
         async with self._database.session() as session:
             full = list(await session.scalars(query))
         for table_id in full:
-            async with self._database.session() as session:
-                if not await TableService(self._runtime.context(session)).start_full(table_id):
-                    continue
-                await session.commit()
+            try:
+                async with self._database.session() as session:
+                    service = TableService(self._runtime.context(session))
+                    if not await service.start_full(table_id):
+                        continue
+                    await session.commit()
+            except Exception:  # one table failing (rolled back) must not hold up the others
+                logger.exception("full_table_start_failed", table_id=str(table_id))
+                continue
             logger.info("full_table_started", table_id=str(table_id))
 
     async def _give_up(self, table_id: uuid.UUID, user_id: uuid.UUID) -> int:

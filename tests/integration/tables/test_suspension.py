@@ -465,3 +465,53 @@ async def test_operators_list_the_suspended_accounts(client, settings):
     assert_error(
         await client.get("/admin/users?suspended=maybe", headers=auth(op)), 400, "validation_error"
     )
+
+
+async def test_one_table_failing_does_not_hold_up_the_job_for_the_others(
+    client, settings, monkeypatch
+):
+    from app.tables.service import TableService
+
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    _, bia = await player(client, settings, "bia", 1_000, op)
+    cid_id, cid = await player(client, settings, "cid", 1_000, op)
+    _, dan = await player(client, settings, "dan", 1_000, op)
+    open_tables = sorted([await create_table(client, op) for _ in range(2)], key=lambda t: t["id"])
+    for table in open_tables:
+        await seat(client, ana, table["id"])
+    full = sorted(
+        [await create_table(client, op, seat_count=2) for _ in range(2)], key=lambda t: t["id"]
+    )
+    await seat(client, cid, full[0]["id"])
+    await seat(client, cid, full[1]["id"])
+    await _set_suspended(settings, cid_id, True)
+    await seat(client, bia, full[0]["id"])
+    await seat(client, dan, full[1]["id"])
+    await _set_suspended(settings, cid_id, False)  # both full tables wait for the job
+    await _set_suspended(settings, ana_id, True)
+    broken = {uuid.UUID(open_tables[0]["id"]), uuid.UUID(full[0]["id"])}
+    real_give_up, real_start = TableService.give_up_seat, TableService.start_full
+
+    async def give_up_seat(self, table_id, user_id):
+        if table_id in broken:
+            raise RuntimeError("a failing table")
+        return await real_give_up(self, table_id, user_id)
+
+    async def start_full(self, table_id):
+        if table_id in broken:
+            raise RuntimeError("a failing table")
+        return await real_start(self, table_id)
+
+    monkeypatch.setattr(TableService, "give_up_seat", give_up_seat)
+    monkeypatch.setattr(TableService, "start_full", start_full)
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+        assert await SuspendedSeats(database, runtime).release() == 1
+    finally:
+        await database.dispose()
+    assert await _active_seats(settings, ana_id) == [(open_tables[0]["id"], "open")]
+    assert (await view(client, op, full[0]["id"]))["status"] == "open"
+    assert (await view(client, op, full[1]["id"]))["status"] == "running"
