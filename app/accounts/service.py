@@ -30,6 +30,7 @@ from app.accounts.models import (
 from app.accounts.passwords import hash_password, verify_password
 from app.accounts.suspension import account_suspended
 from app.accounts.throttling import Throttle, client_key
+from app.accounts.tokens import revoke_live_tokens
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
 from app.errors import (
@@ -299,20 +300,10 @@ class AccountService:
             await self._session.rollback()
             raise account_suspended()
         user.password_hash = new_hash
-        others = [
-            AccessToken.user_id == user.id,
-            AccessToken.revoked_at.is_(None),
-            AccessToken.expires_at > utcnow(),
-        ]
-        if principal.token_id is not None:
-            others.append(AccessToken.id != principal.token_id)
-        revoked = await self._session.execute(
-            update(AccessToken).where(*others).values(revoked_at=utcnow())
-        )
+        count = await revoke_live_tokens(self._session, user.id, keep=principal.token_id)
         await self._throttle.clear_failures(principal.username, client, device=device)
         await self._devices.forget_all(user.id, keep=device)
         await self._session.commit()
-        count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_changed", user_id=str(user.id), revoked_tokens=count)
         return count
 
@@ -335,19 +326,10 @@ class AccountService:
         if user is None:
             raise NotFoundError("No such user.", code="user_not_found", details={"username": name})
         user.password_hash = new_hash
-        revoked = await self._session.execute(
-            update(AccessToken)
-            .where(
-                AccessToken.user_id == user.id,
-                AccessToken.revoked_at.is_(None),
-                AccessToken.expires_at > utcnow(),
-            )
-            .values(revoked_at=utcnow())
-        )
+        count = await revoke_live_tokens(self._session, user.id)
         await self._throttle.clear_failures(name, every=True)
         await self._devices.forget_all(user.id)
         await self._session.commit()
-        count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info("password_set", user_id=str(user.id), revoked_tokens=count)
         return count
 
@@ -391,17 +373,9 @@ class AccountService:
     async def revoke_all_tokens(self, user_id: uuid.UUID) -> int:
         """Revoke every live token of a user; returns how many were revoked."""
         await self.get_user(user_id)
-        result = await self._session.execute(
-            update(AccessToken)
-            .where(
-                AccessToken.user_id == user_id,
-                AccessToken.revoked_at.is_(None),
-                AccessToken.expires_at > utcnow(),
-            )
-            .values(revoked_at=utcnow())
-        )
+        count = await revoke_live_tokens(self._session, user_id)
         await self._session.commit()
-        return int(getattr(result, "rowcount", 0) or 0)
+        return count
 
     async def forget_old_login_failures(self) -> int:
         """Delete failed logins older than the throttling window and expired devices; returns

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
-from app.accounts.models import AccessToken, AccountSuspension, User
+from app.accounts.models import AccountSuspension, User
+from app.accounts.tokens import revoke_live_tokens
 from app.db.base import utcnow
 from app.errors import ConflictError, ForbiddenError, NotFoundError
 
@@ -153,7 +154,7 @@ class SuspensionService:
         user.suspended_at = user.suspended_at or now
         user.suspended_until = None
         record = self._record(user, "suspend", reason, actor_id, now)
-        return await self._revoke_tokens(user, record, now)
+        return await self._revoke_tokens(user, record)
 
     async def self_exclude(self, user_id: uuid.UUID, days: int) -> SuspensionChange:
         """The player excludes themselves from play for ``days`` days: suspended as by an
@@ -172,22 +173,11 @@ class SuspensionService:
             now,
             until=user.suspended_until,
         )
-        return await self._revoke_tokens(user, record, now)
+        return await self._revoke_tokens(user, record)
 
-    async def _revoke_tokens(
-        self, user: User, record: AccountSuspension, now: dt.datetime
-    ) -> SuspensionChange:
-        revoked = await self._session.execute(
-            update(AccessToken)
-            .where(
-                AccessToken.user_id == user.id,
-                AccessToken.revoked_at.is_(None),
-                AccessToken.expires_at > now,
-            )
-            .values(revoked_at=now)
-        )
+    async def _revoke_tokens(self, user: User, record: AccountSuspension) -> SuspensionChange:
+        count = await revoke_live_tokens(self._session, user.id)
         await self._session.flush()
-        count = int(getattr(revoked, "rowcount", 0) or 0)
         logger.info(
             "account_suspended",
             user_id=str(user.id),
