@@ -456,6 +456,8 @@ async def test_revoke_tokens_counts_only_the_live_tokens(client, settings):
     finally:
         await connection.close()
     live = await login(client, "pita")
+    gone = await login(client, "pita")  # revoked already (its revocation is kept as it is)
+    assert (await client.post("/auth/logout", headers=auth(gone))).status_code == 204
     operator = await login(client, "chief")
     response = await client.post(f"/admin/users/{player_id}/revoke-tokens", headers=auth(operator))
     assert response.status_code == 200
