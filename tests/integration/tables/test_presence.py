@@ -177,17 +177,28 @@ IDLE_TIMERS = {
 
 
 async def test_a_match_nobody_plays_freezes_and_the_last_player_to_act_wins(client, settings):
+    # One life each: the first round is already marra.  Seat 1's decision has 2 s, so that its
+    # timer cannot run out while the seat that starts the match still commits (it did with
+    # 300 ms on a slow CI machine).
     game = await start_game(
-        client, settings, players=2, dealer=0, options={"lives": 3, **IDLE_TIMERS}
+        client,
+        settings,
+        players=2,
+        dealer=0,
+        options={"lives": 1, **IDLE_TIMERS, "decision_timeout_ms": 2_000},
     )
     online = {0, 1}
     async with heartbeats(game, online):
         # seat 1 plays once, then both players only keep their connection open: timeouts
-        # never close a hand, so without the freeze the marra rounds would never end
+        # never close a hand, so without the freeze the marra round would never end
         await game.decide(1, True)
         frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=20)
         assert frozen["status"] == "running" and frozen["timer"] is None
-        notes = [e for e in await game.log(4) if e["log"] == "note"]
+        notes = [
+            e
+            for e in await game.log(frozen["game_view"]["round"]["number"])
+            if e["log"] == "note"
+        ]
         assert notes[-1] == {
             "log": "note",
             "type": "frozen",
