@@ -8,8 +8,9 @@ login presenting a live device token of its username is counted by that device a
 (``login_max_failures`` failures in the window), not by the limits strangers share.  A device
 token opens nothing by itself: the password is still checked.  Only its SHA-256 is stored.
 
-Devices live ``DEVICE_TTL``; a user keeps at most ``MAX_DEVICES_PER_USER`` (a client that
-never keeps its token would otherwise add one per login: the oldest go first); an operator
+A device lives ``DEVICE_TTL`` from its last successful login (each renews it: a player who
+logs in daily keeps the device); a user keeps at most ``MAX_DEVICES_PER_USER`` (a client that
+never keeps its token would otherwise add one per login: the least recently used go first); an operator
 setting a new password (``raiz users set-password``, an account taken back) forgets them all.
 """
 
@@ -21,7 +22,7 @@ import secrets
 import uuid
 from typing import TYPE_CHECKING, Final
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, select, text, update
 
 from app.accounts.models import LoginDevice, User
 from app.db.base import utcnow
@@ -67,9 +68,10 @@ class KnownDevices:
 
     async def issue(self, user_id: uuid.UUID) -> str:
         """A new device token of the user (not committed); beyond ``MAX_DEVICES_PER_USER``
-        the oldest are forgotten.  The user's new devices are serialized until the transaction
-        ends: concurrent logins would each trim what they see, none seeing the others' new
-        device, and keep one more each (the login holds only a share lock on the user)."""
+        the least recently used are forgotten.  The user's new devices are serialized until
+        the transaction ends: concurrent logins would each trim what they see, none seeing the
+        others' new device, and keep one more each (the login holds only a share lock on the
+        user)."""
         await self._session.execute(
             text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
             {"space": DEVICES_LOCK_SPACE, "user": str(user_id)},
@@ -88,7 +90,7 @@ class KnownDevices:
         kept = (
             select(LoginDevice.id)
             .where(LoginDevice.user_id == user_id)
-            .order_by(LoginDevice.created_at.desc(), LoginDevice.id.desc())
+            .order_by(LoginDevice.expires_at.desc(), LoginDevice.id.desc())
             .limit(MAX_DEVICES_PER_USER)
         )
         await self._session.execute(
@@ -97,6 +99,15 @@ class KnownDevices:
             )
         )
         return token
+
+    async def renew(self, device_id: uuid.UUID) -> None:
+        """The device logged in again: it lives ``DEVICE_TTL`` from now (not committed; a
+        device forgotten meanwhile stays forgotten)."""
+        await self._session.execute(
+            update(LoginDevice)
+            .where(LoginDevice.id == device_id)
+            .values(expires_at=utcnow() + DEVICE_TTL)
+        )
 
     async def forget_all(self, user_id: uuid.UUID, *, keep: uuid.UUID | None = None) -> None:
         """Forget every device of the user but ``keep`` (not committed)."""

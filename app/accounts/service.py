@@ -245,6 +245,8 @@ class AccountService:
         issued = self._new_token(user)
         if device is None:
             issued = dataclasses.replace(issued, device_token=await self._devices.issue(user.id))
+        else:
+            await self._devices.renew(device)
         await self._session.commit()
         return issued
 

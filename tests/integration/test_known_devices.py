@@ -8,7 +8,7 @@ import datetime as dt
 import asyncpg
 import pytest
 
-from app.accounts.devices import MAX_DEVICES_PER_USER, KnownDevices
+from app.accounts.devices import DEVICE_TTL, MAX_DEVICES_PER_USER, KnownDevices
 from tests.helpers import (
     DEFAULT_PASSWORD,
     assert_error,
@@ -226,3 +226,49 @@ async def test_a_password_change_from_a_known_device_is_not_locked_out_and_forge
         for stale in (forgotten, other):
             refused = await send("192.0.2.1", "hugo", new, device_token=stale)
             assert_error(refused, 429, "login_throttled")
+
+
+async def test_a_login_from_a_device_keeps_it_for_the_whole_time_again(settings):
+    await create_user(settings, "hel")
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "hel", DEFAULT_PASSWORD)).json()["device_token"]
+        # a device about to expire (used daily for almost 180 days)
+        await sql(
+            settings,
+            "UPDATE game.login_devices SET expires_at = now() + interval '1 minute'"
+            " WHERE user_id = (SELECT id FROM game.users WHERE username = 'hel')",
+        )
+        again = await send("198.51.100.7", "hel", DEFAULT_PASSWORD, device_token=device)
+        assert again.status_code == 200 and again.json()["device_token"] is None, again.text
+        wrong = await send("198.51.100.7", "hel", WRONG, device_token=device)
+        assert_error(wrong, 401, "invalid_credentials")
+    (left,) = await sql(
+        settings,
+        "SELECT expires_at - now() FROM game.login_devices"
+        " WHERE user_id = (SELECT id FROM game.users WHERE username = 'hel')",
+    )
+    # renewed by the login, not by the failed guess after it
+    assert DEVICE_TTL - dt.timedelta(minutes=1) < left[0] <= DEVICE_TTL
+
+
+async def test_the_devices_forgotten_beyond_the_limit_are_the_least_recently_used(settings):
+    await create_user(settings, "ivo")
+    async with behind_the_proxy(settings) as send:
+        first = (await send("198.51.100.7", "ivo", DEFAULT_PASSWORD)).json()["device_token"]
+        for _ in range(MAX_DEVICES_PER_USER - 1):
+            assert (await send("198.51.100.7", "ivo", DEFAULT_PASSWORD)).status_code == 200
+        # the first device is the oldest, but used again now: the second one goes instead
+        await sql(
+            settings,
+            "UPDATE game.login_devices SET expires_at = expires_at - interval '1 day'"
+            " WHERE user_id = (SELECT id FROM game.users WHERE username = 'ivo')",
+        )
+        used = await send("198.51.100.7", "ivo", DEFAULT_PASSWORD, device_token=first)
+        assert used.status_code == 200, used.text
+        assert (await send("198.51.100.7", "ivo", DEFAULT_PASSWORD)).status_code == 200
+        assert await _devices(settings, "ivo") == MAX_DEVICES_PER_USER
+        limited = settings.model_copy(update={"login_max_failures_per_account": 1})
+    async with behind_the_proxy(limited) as send:
+        await _lock_the_account(send, "ivo", 1)
+        kept = await send("192.0.2.1", "ivo", DEFAULT_PASSWORD, device_token=first)
+        assert kept.status_code == 200, kept.text
