@@ -10,8 +10,9 @@ token opens nothing by itself: the password is still checked.  Only its SHA-256 
 
 A device lives ``DEVICE_TTL`` from its last successful login (each renews it: a player who
 logs in daily keeps the device); a user keeps at most ``MAX_DEVICES_PER_USER`` (a client that
-never keeps its token would otherwise add one per login: the least recently used go first); an operator
-setting a new password (``raiz users set-password``, an account taken back) forgets them all.
+never keeps its token would otherwise add one per login: the least recently used go first);
+an operator setting a new password (``raiz users set-password``, an account taken back)
+forgets them all.
 """
 
 from __future__ import annotations
