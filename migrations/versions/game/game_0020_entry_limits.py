@@ -3,7 +3,7 @@
 ``game.entry_limits`` holds, per player and period, the limit in force and a loosening waiting
 for its cooling-off (``app.accounts.limits``): read by every paid seat, so one small row per
 period instead of the whole history.  The serving role updates those columns only, and
-deletes nothing.  ``game.entry_limit_changes`` keeps every change a player asked for (when,
+deletes nothing; a trigger refuses every role a change of a row's player or period.  ``game.entry_limit_changes`` keeps every change a player asked for (when,
 what, when it applies): insert-only for the serving role and refused to every role by
 triggers, as ``game.account_suspensions``.  ``ix_seats_user_id_seated_at`` finds a player's
 entries within a window without reading all their seats.
@@ -35,6 +35,18 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'game.entry_limit_changes is append-only: % refused', TG_OP
         USING HINT = 'A new limit is a new row; a change is kept.';
+END;
+$$
+"""
+
+GUARD_UPDATE = """
+CREATE FUNCTION game.guard_entry_limits_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.user_id IS DISTINCT FROM OLD.user_id OR NEW.period IS DISTINCT FROM OLD.period THEN
+        RAISE EXCEPTION 'game.entry_limits: the user and period of a limit cannot change';
+    END IF;
+    RETURN NEW;
 END;
 $$
 """
@@ -74,6 +86,11 @@ def upgrade() -> None:
     # the default privileges of game_0005 granted UPDATE and DELETE on the new tables
     op.execute(f"REVOKE UPDATE, DELETE ON game.entry_limits FROM {SERVICE_ROLE}")
     op.execute(f"GRANT UPDATE ({UPDATED_COLUMNS}) ON game.entry_limits TO {SERVICE_ROLE}")
+    op.execute(GUARD_UPDATE)  # as the mutable tables of game_0008: whose limit is fixed
+    op.execute(
+        "CREATE TRIGGER entry_limits_guard_update BEFORE UPDATE ON game.entry_limits "
+        "FOR EACH ROW EXECUTE FUNCTION game.guard_entry_limits_update()"
+    )
     op.create_table(
         "entry_limit_changes",
         sa.Column("id", sa.BigInteger(), autoincrement=True, nullable=False),
@@ -128,5 +145,7 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS entry_limit_changes_append_only ON game.entry_limit_changes")
     op.execute("DROP FUNCTION IF EXISTS game.refuse_entry_limit_change()")
     op.drop_table("entry_limit_changes", schema="game")
+    op.execute("DROP TRIGGER IF EXISTS entry_limits_guard_update ON game.entry_limits")
+    op.execute("DROP FUNCTION IF EXISTS game.guard_entry_limits_update()")
     op.drop_table("entry_limits", schema="game")
     op.drop_index("ix_seats_user_id_seated_at", table_name="seats", schema="game")

@@ -329,3 +329,32 @@ async def test_staff_read_the_limits_and_every_change_and_a_compliance_read_is_l
     assert [(row["action"], row["actor"], row["target"]) for row in log] == [
         ("read_entry_limits", auditor_id, gil_id)  # the operator's read and the 404 are not
     ]
+
+
+async def test_the_kept_changes_are_refused_an_update_or_a_delete_even_by_their_owner(
+    client, settings
+):
+    # the serving role has no such privilege (test_db_roles); the triggers refuse every role
+    op = await operator(client, settings)
+    _, hal = await player(client, settings, "hal", 0, op)
+    await _set(client, hal, "day", 1_000)
+    owner = await asyncpg.connect(settings.database_url)
+    try:
+        for statement in (
+            "UPDATE game.entry_limit_changes SET cents = NULL",
+            "DELETE FROM game.entry_limit_changes",
+            "TRUNCATE game.entry_limit_changes",
+        ):
+            with pytest.raises(asyncpg.RaiseError, match="append-only"):
+                await owner.execute(statement)
+        assert await owner.fetchval("SELECT cents FROM game.entry_limit_changes") == 1_000
+        # nor does a limit as it stands ever become another player's or period's
+        for statement in (
+            "UPDATE game.entry_limits SET period = 'week'",
+            "UPDATE game.entry_limits SET user_id = (SELECT id FROM game.users WHERE id <> "
+            "entry_limits.user_id LIMIT 1)",
+        ):
+            with pytest.raises(asyncpg.RaiseError, match="cannot change"):
+                await owner.execute(statement)
+    finally:
+        await owner.close()
