@@ -171,6 +171,10 @@ class Settings(BaseSettings):
     """Tables a player may create within an hour, whatever became of them (operators are not
     limited): creating and cancelling without end would still grow the ledger."""
 
+    limit_cooling_off_s: int = Field(default=86_400, ge=1, le=90 * 86_400)
+    """How long a player's loosening of their own entry limit (a higher limit, or none) waits
+    before it applies; a tightening applies at once (``app.accounts.limits``)."""
+
     allow_fixed_decks: bool = False
     """Test-only: lets tests inject fixed deck orders. Refused in production."""
     allow_timer_overrides: bool = False

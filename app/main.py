@@ -23,6 +23,7 @@ from app.accounts.controllers import AdminUsersController, AuthController
 from app.accounts.service import AccountService
 from app.accounts.suspension import SuspensionService
 from app.api.health import HealthController
+from app.api.limits import EntryLimitsController, UserEntryLimitsController
 from app.api.middleware import HttpMetricsMiddleware, RequestContextMiddleware
 from app.api.openapi import document_error_responses, openapi_router
 from app.api.requests import ApiRequest
@@ -231,6 +232,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
             AdminUsersController,
             SuspensionController,
             SelfExclusionController,
+            EntryLimitsController,
+            UserEntryLimitsController,
             RngController,
             WalletController,
             AdminWalletsController,

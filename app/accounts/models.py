@@ -20,11 +20,15 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db.base import GameBase, utcnow
 
 __all__ = (
+    "ENTRY_LIMIT_PERIODS",
+    "MAX_ENTRY_LIMIT_CENTS",
     "REMOTE_ADDRESS_MAX_LENGTH",
     "ROLES",
     "SUSPENSION_REASON_MAX_LENGTH",
     "AccessToken",
     "AccountSuspension",
+    "EntryLimit",
+    "EntryLimitChange",
     "LoginDevice",
     "LoginFailure",
     "User",
@@ -35,6 +39,10 @@ ROLES = ("player", "compliance", "operator")
 REMOTE_ADDRESS_MAX_LENGTH = 64
 """Longest client address kept with a failed login (behind a proxy the client writes it)."""
 SUSPENSION_REASON_MAX_LENGTH = 500
+ENTRY_LIMIT_PERIODS = ("day", "week", "month")
+"""The windows a player may cap their entries over (``app.accounts.limits``)."""
+MAX_ENTRY_LIMIT_CENTS = 10**12
+"""The largest entry limit a player may set (R$ 10 billion: a typo guard)."""
 
 
 class User(GameBase):
@@ -87,6 +95,64 @@ class AccountSuspension(GameBase):
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     """The end of a self-exclusion."""
+
+
+class EntryLimit(GameBase):
+    """A player's entry limit over one period, as it stands: the limit in force and a
+    loosening waiting for its cooling-off (``app.accounts.limits``); every change is also a
+    kept :class:`EntryLimitChange`."""
+
+    __tablename__ = "entry_limits"
+    __table_args__ = (
+        CheckConstraint("period IN ('day', 'week', 'month')", name="period"),
+        CheckConstraint(
+            f"limit_cents IS NULL OR limit_cents BETWEEN 1 AND {MAX_ENTRY_LIMIT_CENTS}",
+            name="limit_cents",
+        ),
+        CheckConstraint(
+            f"pending_cents IS NULL OR pending_cents BETWEEN 1 AND {MAX_ENTRY_LIMIT_CENTS}",
+            name="pending_cents",
+        ),
+        CheckConstraint(
+            "pending_cents IS NULL OR pending_applies_at IS NOT NULL", name="pending_applies_at"
+        ),
+    )
+
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    period: Mapped[str] = mapped_column(String(8), primary_key=True)
+    limit_cents: Mapped[int | None] = mapped_column(BigInteger)
+    """The limit in force (null: none), unless the pending change has applied since."""
+    pending_cents: Mapped[int | None] = mapped_column(BigInteger)
+    """The limit asked for (null: none) by a loosening waiting for ``pending_applies_at``."""
+    pending_applies_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """When the pending loosening applies (null: nothing pending)."""
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EntryLimitChange(GameBase):
+    """One change of an entry limit a player asked for, kept for good (insert-only)."""
+
+    __tablename__ = "entry_limit_changes"
+    __table_args__ = (
+        CheckConstraint("period IN ('day', 'week', 'month')", name="period"),
+        CheckConstraint(
+            f"cents IS NULL OR cents BETWEEN 1 AND {MAX_ENTRY_LIMIT_CENTS}", name="cents"
+        ),
+        CheckConstraint("applies_at >= requested_at", name="applies_after_request"),
+        Index("ix_entry_limit_changes_user_id_id", "user_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    period: Mapped[str] = mapped_column(String(8))
+    cents: Mapped[int | None] = mapped_column(BigInteger)
+    """The limit asked for; null removes the limit."""
+    requested_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    applies_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    """At once for a tightening, after the cooling-off for a loosening (unless a later change
+    replaced it first)."""
+    actor_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
+    """Who asked: the player."""
 
 
 class AccessToken(GameBase):

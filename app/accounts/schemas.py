@@ -8,12 +8,24 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from app.accounts.models import SUSPENSION_REASON_MAX_LENGTH, AccountSuspension, User
+from app.accounts.limits import PeriodLimit
+from app.accounts.models import (
+    MAX_ENTRY_LIMIT_CENTS,
+    SUSPENSION_REASON_MAX_LENGTH,
+    AccountSuspension,
+    EntryLimitChange,
+    User,
+)
 
 __all__ = (
+    "EntryLimitChangeRead",
+    "EntryLimitRead",
+    "EntryLimitRequest",
+    "EntryLimitsRead",
     "LoginRequest",
     "PasswordChange",
     "PasswordChanged",
+    "PendingEntryLimitRead",
     "SelfExclusionRequest",
     "SignupRequest",
     "SuspensionChangeRead",
@@ -200,3 +212,91 @@ class TokenRead(msgspec.Struct):
     device_token: str | None = None
     """Keep it on this device and send it with later logins (``LoginRequest.device_token``);
     null when the login presented a live one."""
+
+
+class EntryLimitRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The entry limit the caller asks for over one period."""
+
+    cents: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=1,
+                le=MAX_ENTRY_LIMIT_CENTS,
+                description="At most this much in entries within the period's rolling window.",
+            ),
+        ]
+        | None
+    )
+    """Null removes the limit (a loosening: it applies after the cooling-off)."""
+
+
+class PendingEntryLimitRead(msgspec.Struct):
+    """A loosening waiting for its cooling-off."""
+
+    cents: int | None
+    """The limit it asks for (null: none)."""
+    applies_at: dt.datetime
+
+
+class EntryLimitRead(msgspec.Struct):
+    """One period's entry limit (``day``: 24 h, ``week``: 7 days, ``month``: 30 days, each
+    rolling)."""
+
+    period: str
+    limit_cents: int | None
+    """The limit in force (null: none)."""
+    pending: PendingEntryLimitRead | None
+    used_cents: int
+    """Entries paid within the window and not refunded."""
+    remaining_cents: int | None
+    """What may still be paid in entries within the window (null: no limit)."""
+
+    @classmethod
+    def of(cls, state: PeriodLimit) -> EntryLimitRead:
+        """The public form of ``state``."""
+        pending = None
+        if state.pending and state.applies_at is not None:
+            pending = PendingEntryLimitRead(cents=state.pending_cents, applies_at=state.applies_at)
+        return cls(
+            period=state.period,
+            limit_cents=state.limit_cents,
+            pending=pending,
+            used_cents=state.used_cents,
+            remaining_cents=state.remaining_cents,
+        )
+
+
+class EntryLimitChangeRead(msgspec.Struct):
+    """One change of an entry limit a player asked for (kept for good)."""
+
+    id: int
+    period: str
+    cents: int | None
+    """The limit asked for (null: none)."""
+    requested_at: dt.datetime
+    applies_at: dt.datetime
+    """At once for a tightening, after the cooling-off for a loosening (unless a later change
+    replaced it before)."""
+    actor_id: uuid.UUID
+
+    @classmethod
+    def of(cls, record: EntryLimitChange) -> EntryLimitChangeRead:
+        """The public form of ``record``."""
+        return cls(
+            id=record.id,
+            period=record.period,
+            cents=record.cents,
+            requested_at=record.requested_at,
+            applies_at=record.applies_at,
+            actor_id=record.actor_id,
+        )
+
+
+class EntryLimitsRead(msgspec.Struct):
+    """A player's entry limits (day, week, month); for staff, every change too."""
+
+    user_id: uuid.UUID
+    limits: list[EntryLimitRead]
+    changes: list[EntryLimitChangeRead] | None = None
+    """Every change the player asked for, oldest first (staff only; null for the player)."""

@@ -120,6 +120,8 @@ class Seat(GameBase):
             unique=True,
             postgresql_where=text("left_at IS NULL"),
         ),
+        # a player's entries within a window (``app.accounts.limits``)
+        Index("ix_seats_user_id_seated_at", "user_id", "seated_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)

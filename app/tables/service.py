@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
+from app.accounts.limits import lock_player_limits, require_within_limits
 from app.accounts.suspension import any_suspended, require_active
 from app.db.base import utcnow
 from app.db.paging import CreationOrder
@@ -149,6 +150,10 @@ class TableService:
     async def seat(self, principal: Principal, table_id: uuid.UUID) -> Seat:
         """Take a seat and pay the entry, in one transaction (never one without the other)."""
         await require_active(self._session, principal.user_id)  # before the table's lock
+        # a table's entry never changes: a paid seat takes the player's limits lock before
+        # the table's (``app.accounts.limits``), then checks once the table takes the seat
+        if await self._session.scalar(select(Table.entry_cents).where(Table.id == table_id)):
+            await lock_player_limits(self._session, principal.user_id)
         table = await self.lock(table_id)
         if table.status != "running":
             self._require_open(table)
@@ -159,6 +164,7 @@ class TableService:
             raise ConflictError("The table is full.", code="table_full")
         self._require_open(table)
         self._require_fill_time(table)
+        await require_within_limits(self._session, principal.user_id, table.entry_cents, utcnow())
         taken = {seat.position for seat in seats}
         position = next(index for index in range(table.seat_count) if index not in taken)
         seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)

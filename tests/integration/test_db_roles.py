@@ -63,6 +63,7 @@ APPEND_ONLY = (
     "game.fee_rates",
     "game.table_actions",
     "game.account_suspensions",
+    "game.entry_limit_changes",
     "ledger.transfers",
     "ledger.entries",
     "ledger.settlements",
@@ -231,6 +232,15 @@ async def test_the_serving_role_leaves_cancels_times_out_and_logs_out(
             await asyncio.sleep(0.05)
         assert (await view(client, tokens[2], late["id"]))["result"] == {"reason": "fill_deadline"}
         assert [await balance(client, token) for token in tokens] == [1_000] * 3
+        # entry limits: a new one (insert), a loosening and a tightening (updates), enforced
+        for cents in (800, 900, 500):
+            response = await client.put(
+                "/players/me/limits/day", json={"cents": cents}, headers=auth(tokens[0])
+            )
+            assert response.status_code == 200, response.text
+        limited = await create_table(client, tokens[1], seat_count=3, entry_cents=600)
+        response = await client.post(f"/tables/{limited['id']}/seat", headers=auth(tokens[0]))
+        assert response.status_code == 409 and response.json()["code"] == "entry_limit_reached"
         again = await login(client, "player2")
         assert (await client.post("/auth/logout", headers=auth(again))).status_code == 204
         assert (await client.get("/wallet", headers=auth(again))).status_code == 401
@@ -302,6 +312,8 @@ async def test_game_0008_downgrades_to_table_wide_update_and_back(database_url):
 
     from app.db.migrate import alembic_config
 
+    tables = [table for table in GAME_UPDATED_COLUMNS if table != "game.entry_limits"]  # later
+
     async def state() -> tuple[list[bool], list[str]]:
         connection = await asyncpg.connect(database_url)
         try:
@@ -309,7 +321,7 @@ async def test_game_0008_downgrades_to_table_wide_update_and_back(database_url):
                 await connection.fetchval(
                     "SELECT has_table_privilege($1, $2, 'UPDATE')", SERVICE_ROLE, table
                 )
-                for table in GAME_UPDATED_COLUMNS
+                for table in tables
             ]
             triggers = await connection.fetch(
                 "SELECT tgname::text FROM pg_trigger WHERE tgname LIKE '%\\_guard\\_update' "
@@ -320,12 +332,12 @@ async def test_game_0008_downgrades_to_table_wide_update_and_back(database_url):
             await connection.close()
 
     guards = sorted(f"{name.removeprefix('game.')}_guard_update" for name in GAME_UPDATED_COLUMNS)
-    assert await state() == ([False] * len(GAME_UPDATED_COLUMNS), guards)
+    assert await state() == ([False] * len(tables), guards)
     config = alembic_config(database_url)
     await anyio.to_thread.run_sync(command.downgrade, config, "game_0007")
-    assert await state() == ([True] * len(GAME_UPDATED_COLUMNS), [])
+    assert await state() == ([True] * len(tables), [])
     await anyio.to_thread.run_sync(command.upgrade, config, "heads")
-    assert await state() == ([False] * len(GAME_UPDATED_COLUMNS), guards)
+    assert await state() == ([False] * len(tables), guards)
 
 
 ACCOUNT_IDENTITY_CHANGES = (
@@ -359,12 +371,13 @@ GAME_UPDATED_COLUMNS = {
     "game.access_tokens": ["revoked_at"],
     "game.presence": ["acted_at", "last_seen_at", "timeouts_in_a_row"],
     "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],
+    "game.entry_limits": ["limit_cents", "pending_applies_at", "pending_cents", "updated_at"],
 }
 """What the game service updates of its mutable tables (migrations ``game_0008``,
-``game_0010``, ``game_0012``, ``game_0017``): a match's live state, a seat's match seat,
-transfers and leaving, a user's password hash and suspension, a token's revocation, presence
-and a deadline's handling; never a table's entry, fee snapshot or options, nor a seat's owner,
-nor a user's role."""
+``game_0010``, ``game_0012``, ``game_0017``, ``game_0020``): a match's live state, a seat's
+match seat, transfers and leaving, a user's password hash and suspension, a token's
+revocation, presence, a deadline's handling and a player's entry limit; never a table's
+entry, fee snapshot or options, nor a seat's owner, nor a user's role."""
 
 DELETED_ONLY = {"game.login_failures", "game.login_devices"}
 """Inserted and deleted, never updated: failed logins (a success clears them, old ones go)
@@ -416,6 +429,11 @@ REFUSED = [
     "UPDATE game.seats SET position = 0",
     "UPDATE game.users SET role = 'operator'",
     "UPDATE game.account_suspensions SET action = 'reinstate'",
+    "UPDATE game.entry_limit_changes SET cents = NULL",
+    "UPDATE game.entry_limit_changes SET applies_at = requested_at",
+    "DELETE FROM game.entry_limits",
+    "UPDATE game.entry_limits SET user_id = gen_random_uuid()",
+    "UPDATE game.entry_limits SET period = 'week'",
     "UPDATE game.access_tokens SET user_id = gen_random_uuid()",
     "UPDATE game.access_tokens SET expires_at = now() + interval '1 year'",
     "UPDATE game.deadlines SET due_at = now()",

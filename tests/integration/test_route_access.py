@@ -43,6 +43,7 @@ ACCESS: dict[tuple[str, str], str | frozenset[str]] = {
     ("POST", "/admin/users/{user_id:uuid}/suspend"): OPERATOR,
     ("POST", "/admin/users/{user_id:uuid}/reinstate"): OPERATOR,
     ("GET", "/admin/users/{user_id:uuid}/suspensions"): STAFF,
+    ("GET", "/admin/users/{user_id:uuid}/limits"): STAFF,
     ("GET", "/rng/algorithms"): PUBLIC,
     ("POST", "/rng/verify"): PUBLIC,
     ("GET", "/rng/rounds/{round_id:uuid}"): SIGNED_IN,
@@ -62,6 +63,8 @@ ACCESS: dict[tuple[str, str], str | frozenset[str]] = {
     ("GET", "/tables/{table_id:uuid}"): SIGNED_IN,
     ("POST", "/tables/{table_id:uuid}/seat"): PLAYER,
     ("POST", "/players/me/self-exclusion"): PLAYER,
+    ("GET", "/players/me/limits"): PLAYER,
+    ("PUT", "/players/me/limits/{period:str}"): PLAYER,
     ("POST", "/tables/{table_id:uuid}/leave"): PLAYER,
     ("POST", "/tables/{table_id:uuid}/start"): SIGNED_IN,  # the service admits the creator only
     ("POST", "/tables/{table_id:uuid}/cancel"): SIGNED_IN,  # the creator or an operator
