@@ -35,7 +35,7 @@ from app.timers.runner import MAX_ATTEMPTS, retry_failed_deadlines
 from ledger import Ledger
 from ledger.reconcile import reconcile
 from tests.conftest import _with_database, make_settings
-from tests.helpers import auth, login
+from tests.helpers import DEFAULT_PASSWORD, auth, login
 from tests.integration.compliance.helpers import sign_rounds
 from tests.integration.tables.helpers import (
     FAST_TIMERS,
@@ -244,6 +244,16 @@ async def test_the_serving_role_leaves_cancels_times_out_and_logs_out(
         again = await login(client, "player2")
         assert (await client.post("/auth/logout", headers=auth(again))).status_code == 204
         assert (await client.get("/wallet", headers=auth(again))).status_code == 401
+        # a login from a known device renews it (game_0021)
+        first = await client.post(
+            "/auth/login", json={"username": "player2", "password": DEFAULT_PASSWORD}
+        )
+        device = first.json()["device_token"]
+        renewed = await client.post(
+            "/auth/login",
+            json={"username": "player2", "password": DEFAULT_PASSWORD, "device_token": device},
+        )
+        assert renewed.status_code == 200 and renewed.json()["device_token"] is None, renewed.text
 
     database = Database.connect(service_url, settings)
     try:
@@ -312,7 +322,8 @@ async def test_game_0008_downgrades_to_table_wide_update_and_back(database_url):
 
     from app.db.migrate import alembic_config
 
-    tables = [table for table in GAME_UPDATED_COLUMNS if table != "game.entry_limits"]  # later
+    later = {"game.entry_limits", "game.login_devices"}  # created after game_0008
+    tables = [table for table in GAME_UPDATED_COLUMNS if table not in later]
 
     async def state() -> tuple[list[bool], list[str]]:
         connection = await asyncpg.connect(database_url)
@@ -372,16 +383,21 @@ GAME_UPDATED_COLUMNS = {
     "game.presence": ["acted_at", "last_seen_at", "timeouts_in_a_row"],
     "game.deadlines": ["attempts", "handled_at", "retry_at", "status"],
     "game.entry_limits": ["limit_cents", "pending_applies_at", "pending_cents", "updated_at"],
+    "game.login_devices": ["expires_at"],
 }
 """What the game service updates of its mutable tables (migrations ``game_0008``,
-``game_0010``, ``game_0012``, ``game_0017``, ``game_0020``): a match's live state, a seat's
-match seat, transfers and leaving, a user's password hash and suspension, a token's
-revocation, presence, a deadline's handling and a player's entry limit; never a table's
-entry, fee snapshot or options, nor a seat's owner, nor a user's role."""
+``game_0010``, ``game_0012``, ``game_0017``, ``game_0020``, ``game_0021``): a match's live
+state, a seat's match seat, transfers and leaving, a user's password hash and suspension, a
+token's revocation, presence, a deadline's handling, a player's entry limit and a known
+device's renewal; never a table's entry, fee snapshot or options, nor a seat's owner, nor a
+user's role, nor a device's owner or token."""
 
-DELETED_ONLY = {"game.login_failures", "game.login_devices"}
-"""Inserted and deleted, never updated: failed logins (a success clears them, old ones go)
-and known devices (expired ones go; ``game_0018``)."""
+DELETED_ONLY = {"game.login_failures"}
+"""Inserted and deleted, never updated: failed logins (a success clears them, old ones go)."""
+
+UPDATED_AND_DELETED = {"game.login_devices"}
+"""Mutable tables whose rows are deleted too: known devices (a login renews one, ``game_0021``;
+expired and forgotten ones go, ``game_0018``)."""
 
 QUEUES = ("game.pending_leaves",)
 """Not append-only, not updated: rows deleted once done with, under a guard trigger
@@ -434,6 +450,9 @@ REFUSED = [
     "DELETE FROM game.entry_limits",
     "UPDATE game.entry_limits SET user_id = gen_random_uuid()",
     "UPDATE game.entry_limits SET period = 'week'",
+    "UPDATE game.login_devices SET user_id = gen_random_uuid()",
+    "UPDATE game.login_devices SET token_sha256 = token_sha256 || '\\x00'::bytea",
+    "UPDATE game.login_devices SET created_at = now()",
     "UPDATE game.access_tokens SET user_id = gen_random_uuid()",
     "UPDATE game.access_tokens SET expires_at = now() + interval '1 year'",
     "UPDATE game.deadlines SET due_at = now()",
@@ -579,7 +598,7 @@ async def test_every_table_is_granted_no_more_than_the_code_needs(database_url):
             if row["append_only"]:
                 assert not (row["can_update"] or row["can_delete"]), name
         deletable = {name for name, row in tables.items() if row["can_delete"]}
-        assert deletable == {*DELETED_ONLY, *QUEUES}
+        assert deletable == {*DELETED_ONLY, *QUEUES, *UPDATED_AND_DELETED}
         for name in QUEUES:  # a round leaves the queue, as a leaf: never rewritten
             assert not tables[name]["can_update"], name
         # the ledger's accounts: UPDATE on the columns it changes only (migration ledger_0004)

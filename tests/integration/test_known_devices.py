@@ -272,3 +272,36 @@ async def test_the_devices_forgotten_beyond_the_limit_are_the_least_recently_use
         await _lock_the_account(send, "ivo", 1)
         kept = await send("192.0.2.1", "ivo", DEFAULT_PASSWORD, device_token=first)
         assert kept.status_code == 200, kept.text
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "id = gen_random_uuid()",
+        "user_id = (SELECT id FROM game.users WHERE username <> 'jon' LIMIT 1)",
+        "token_sha256 = sha256(token_sha256)",
+        "created_at = created_at - interval '1 second'",
+    ],
+)
+async def test_only_a_devices_expiry_may_change_even_for_the_owner(
+    client, settings, database_url, change
+):
+    await create_user(settings, "jon")
+    await create_user(settings, "kim")
+    assert (await client.post("/auth/login", json=_credentials("jon"))).status_code == 200
+    connection = await asyncpg.connect(database_url)
+    try:
+        before = await connection.fetch("SELECT * FROM game.login_devices")
+        assert len(before) == 1
+        with pytest.raises(asyncpg.RaiseError, match="only a device's expiry may change"):
+            await connection.execute(f"UPDATE game.login_devices SET {change}")
+        assert await connection.fetch("SELECT * FROM game.login_devices") == before
+        await connection.execute(
+            "UPDATE game.login_devices SET expires_at = expires_at - interval '1 second'"
+        )
+    finally:
+        await connection.close()
+
+
+def _credentials(username: str) -> dict[str, str]:
+    return {"username": username, "password": DEFAULT_PASSWORD}

@@ -53,3 +53,17 @@ def test_the_command_line_section_lists_every_command_and_only_those():
     assert len(listed) >= 13
     assert existing - groups - listed == set(), "commands missing from the README"
     assert listed - existing == set(), "the README lists commands that do not exist"
+
+
+def test_no_document_keeps_a_merge_conflict_marker():
+    """A merge left ``<<<<<<<``/``=======``/``>>>>>>>`` lines in docs/operations.md once, with
+    two versions of the database roles' table; nothing caught it."""
+    root = Path(__file__).resolve().parents[2]
+    documents = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in documents
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "======="
+    ]
+    assert found == [], found
