@@ -46,6 +46,7 @@ __all__ = (
     "clock",
     "concurrently",
     "deal_permutation",
+    "expire_timer",
     "fix_streams",
     "heartbeat",
     "make_due",
@@ -370,6 +371,40 @@ async def make_due(game: Game, kind: str) -> None:
         table=uuid.UUID(game.id),
         kind=kind,
     )
+
+
+async def expire_timer(game: Game) -> None:
+    """The table's running player timer runs out now: its deadline and the timer the views
+    show are both due a second ago, so the scheduler fires it on its next sweep.  Tests that
+    must act (or look) while a timer runs give it a minute and end it with this, instead of a
+    short timer a slow machine can let run out first."""
+    async with db_session(game.settings) as session:
+        timer = (
+            await session.execute(
+                text(
+                    "SELECT timer_kind, timer_due_at FROM game.tables WHERE id = :table FOR UPDATE"
+                ),
+                {"table": uuid.UUID(game.id)},
+            )
+        ).one()
+        assert timer.timer_kind not in (None, "deal"), f"no player timer runs: {timer}"
+        moved = await session.execute(
+            text(
+                "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+                " WHERE table_id = :table AND kind = 'game' AND status = 'pending'"
+                " AND due_at = :due"
+            ),
+            {"table": uuid.UUID(game.id), "due": timer.timer_due_at},
+        )
+        assert moved.rowcount == 1, "the running timer has no pending deadline"
+        await session.execute(
+            text(
+                "UPDATE game.tables SET timer_due_at = now() - interval '1 second'"
+                " WHERE id = :table"
+            ),
+            {"table": uuid.UUID(game.id)},
+        )
+        await session.commit()
 
 
 async def seat(client: Any, token: str, table_id: str) -> dict[str, Any]:

@@ -195,9 +195,7 @@ async def test_a_match_nobody_plays_freezes_and_the_last_player_to_act_wins(clie
         frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=20)
         assert frozen["status"] == "running" and frozen["timer"] is None
         notes = [
-            e
-            for e in await game.log(frozen["game_view"]["round"]["number"])
-            if e["log"] == "note"
+            e for e in await game.log(frozen["game_view"]["round"]["number"]) if e["log"] == "note"
         ]
         assert notes[-1] == {
             "log": "note",
