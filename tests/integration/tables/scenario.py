@@ -41,6 +41,7 @@ from tests.integration.tables.helpers import balance, create_table, operator, pl
 __all__ = (
     "Clock",
     "Game",
+    "all_gone_quiet",
     "card_ids_in",
     "cards",
     "clock",
@@ -353,6 +354,19 @@ async def add_client_seed(game: Game, token: str, seed_hex: str) -> Any:
         f"/tables/{game.id}/client-seed",
         json={"client_seed_hex": seed_hex},
         headers=auth(token),
+    )
+
+
+async def all_gone_quiet(game: Game) -> None:
+    """Every seated player was last seen two hours ago: past any presence grace, so that the
+    next sweep finds away everybody who has not shown a sign of life since.  Exact, where
+    sleeping past a short grace (0.5 s) left a slow machine too little time between the
+    heartbeats that follow and the sweep (the heartbeats ran out too)."""
+    await sql(
+        game.settings,
+        "UPDATE game.presence SET last_seen_at = now() - interval '2 hours'"
+        " WHERE table_id = :table",
+        table=uuid.UUID(game.id),
     )
 
 
