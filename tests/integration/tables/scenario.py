@@ -41,11 +41,13 @@ from tests.integration.tables.helpers import balance, create_table, operator, pl
 __all__ = (
     "Clock",
     "Game",
+    "all_gone_quiet",
     "card_ids_in",
     "cards",
     "clock",
     "concurrently",
     "deal_permutation",
+    "expire_timer",
     "fix_streams",
     "heartbeat",
     "make_due",
@@ -355,6 +357,19 @@ async def add_client_seed(game: Game, token: str, seed_hex: str) -> Any:
     )
 
 
+async def all_gone_quiet(game: Game) -> None:
+    """Every seated player was last seen two hours ago: past any presence grace, so that the
+    next sweep finds away everybody who has not shown a sign of life since.  Exact, where
+    sleeping past a short grace (0.5 s) left a slow machine too little time between the
+    heartbeats that follow and the sweep (the heartbeats ran out too)."""
+    await sql(
+        game.settings,
+        "UPDATE game.presence SET last_seen_at = now() - interval '2 hours'"
+        " WHERE table_id = :table",
+        table=uuid.UUID(game.id),
+    )
+
+
 async def heartbeat(game: Game, seat: int) -> None:
     """``seat``'s player says they are here."""
     beat = await game.client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
@@ -370,6 +385,40 @@ async def make_due(game: Game, kind: str) -> None:
         table=uuid.UUID(game.id),
         kind=kind,
     )
+
+
+async def expire_timer(game: Game) -> None:
+    """The table's running player timer runs out now: its deadline and the timer the views
+    show are both due a second ago, so the scheduler fires it on its next sweep.  Tests that
+    must act (or look) while a timer runs give it a minute and end it with this, instead of a
+    short timer a slow machine can let run out first."""
+    async with db_session(game.settings) as session:
+        timer = (
+            await session.execute(
+                text(
+                    "SELECT timer_kind, timer_due_at FROM game.tables WHERE id = :table FOR UPDATE"
+                ),
+                {"table": uuid.UUID(game.id)},
+            )
+        ).one()
+        assert timer.timer_kind not in (None, "deal"), f"no player timer runs: {timer}"
+        moved = await session.execute(
+            text(
+                "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+                " WHERE table_id = :table AND kind = 'game' AND status = 'pending'"
+                " AND due_at = :due"
+            ),
+            {"table": uuid.UUID(game.id), "due": timer.timer_due_at},
+        )
+        assert moved.rowcount == 1, "the running timer has no pending deadline"
+        await session.execute(
+            text(
+                "UPDATE game.tables SET timer_due_at = now() - interval '1 second'"
+                " WHERE id = :table"
+            ),
+            {"table": uuid.UUID(game.id)},
+        )
+        await session.commit()
 
 
 async def seat(client: Any, token: str, table_id: str) -> dict[str, Any]:

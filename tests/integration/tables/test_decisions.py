@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import assert_error
-from tests.integration.tables.scenario import SLOW_TIMERS, start_game
+from tests.integration.tables.scenario import SLOW_TIMERS, expire_timer, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -87,7 +87,9 @@ async def test_decisions_stay_secret_until_the_dealer_decides(client, settings):
 
 
 async def test_marra_cannot_run_and_its_timeout_means_mandar(client, settings):
-    timers = {"decision_timeout_ms": 2_500, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
+    # a minute to decide, ended by the test (expire_timer) once it has looked: 2.5 s ran out
+    # under a slow machine while the test was still checking the refused decision
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 60_000}
     game = await start_game(client, settings, players=3, dealer=2, options={"lives": 2, **timers})
     # round 1: two players run, the dealer plays alone and wins the round
     await game.decide(0, False)
@@ -111,6 +113,7 @@ async def test_marra_cannot_run_and_its_timeout_means_mandar(client, settings):
     assert await game.balances() == balances
 
     # nobody decides: seat 1's timeout is mandar (marra), seat 2's is correr
+    await expire_timer(game)
     dealer = await game.wait_phase("dealer_deciding", seat=0)
     assert dealer["game_view"]["round"]["mandar_count"] == 1
     assert (await game.game(1))["round"]["my_decision"] is True
@@ -119,6 +122,7 @@ async def test_marra_cannot_run_and_its_timeout_means_mandar(client, settings):
     # the dealer is in marra too: correr refused, the timeout plays
     response = await game.post(0, {"type": "decide", "mandar": False})
     assert_error(response, 422, "marra_cannot_run")
+    await expire_timer(game)
     played = await game.wait_phase("draw", seat=None)
     round_ = played["game_view"]["round"]
     assert round_["decisions"] == [[0, True], [1, True], [2, False]]
