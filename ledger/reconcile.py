@@ -56,15 +56,18 @@ service as the tables' owner.
 The mark: entry ids come from a sequence, and an id is taken before its transaction commits,
 so a transaction holding a smaller id can commit after one holding a bigger id: the highest
 id visible in a snapshot is not a safe mark.  :func:`settled_mark` reads the sequence (every id
-up to it is taken), then waits until every transaction running at that moment has ended
-(committed or rolled back: ``pg_visible_in_snapshot`` of each id of that moment's
-``pg_current_snapshot()``), and only then is the reconciliation snapshot taken: it sees every
-committed entry up to the mark, so the next sweep may start after it.  This needs the writing
-transaction to have its transaction id before it takes an entry id: the posting path locks
-its accounts ``FOR UPDATE`` first, which assigns it; and the sequence to hand out ids one at a
-time (``CACHE 1``, the identity column's default).  When the wait times out (a long
-transaction somewhere in the cluster), the mark does not move: the next sweep reads the same
-entries again, and nothing is skipped.
+up to it is taken), then waits until every transaction writing entries at that moment has
+ended (committed or rolled back), and only then is the reconciliation snapshot taken: it sees
+every committed entry up to the mark, so the next sweep may start after it.  The writers are
+the transactions holding ``ROW EXCLUSIVE`` on ``ledger.entries`` of this database in
+``pg_locks``: an ``INSERT`` takes that lock before its identity default takes an id, and keeps
+it until the transaction ends, which is when its ``virtualxid`` lock goes too.  So readers,
+writers of other tables and the other databases of the cluster are never waited for (the
+mark once waited for every transaction of the cluster: one long transaction of another
+application held it still).  This needs the sequence to hand out ids one at a time
+(``CACHE 1``, the identity column's default).  When the wait times out (a long transaction
+writing entries), the mark does not move: the next sweep reads the same entries again, and
+nothing is skipped.
 """
 
 from __future__ import annotations
@@ -406,9 +409,15 @@ SETTLE_POLL_MS = 50
 """How often :func:`settled_mark` looks whether the transactions it waits for have ended."""
 
 _TAKEN_IDS = "SELECT pg_sequence_last_value(pg_get_serial_sequence('ledger.entries', 'id'))"
-_RUNNING = "SELECT CAST(pg_current_snapshot() AS text)"
-_ENDED = """SELECT COALESCE(bool_and(pg_visible_in_snapshot(running, pg_current_snapshot())), TRUE)
-            FROM pg_snapshot_xip(CAST(CAST(:running AS text) AS pg_snapshot)) running"""
+_WRITERS = """SELECT COALESCE(array_agg(DISTINCT virtualtransaction), CAST('{}' AS text[]))
+               FROM pg_locks
+               WHERE locktype = 'relation' AND mode = 'RowExclusiveLock'
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND relation = CAST('ledger.entries' AS regclass)"""
+"""The transactions writing entries now (``virtualtransaction``: ``backend/local id``)."""
+_ENDED = """SELECT NOT EXISTS (SELECT FROM pg_locks WHERE locktype = 'virtualxid'
+                               AND virtualxid = ANY(CAST(:running AS text[])))"""
+"""Whether every one of them has ended (each holds its ``virtualxid`` lock until then)."""
 
 
 async def settled_mark(engine: AsyncEngine, wait_ms: int) -> int | None:
@@ -418,8 +427,8 @@ async def settled_mark(engine: AsyncEngine, wait_ms: int) -> int | None:
     async with engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
         taken = (await autocommit.execute(text(_TAKEN_IDS))).scalar()
-        # a later statement, so its snapshot lists every transaction that took one of them
-        running = (await autocommit.execute(text(_RUNNING))).scalar_one()
+        # a later statement, so it lists every transaction that took one of them and is open
+        running = list((await autocommit.execute(text(_WRITERS))).scalar_one())
         deadline = time.monotonic() + wait_ms / 1000
         while not (await autocommit.execute(text(_ENDED), {"running": running})).scalar_one():
             if time.monotonic() >= deadline:

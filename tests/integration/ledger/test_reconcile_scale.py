@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from ledger import Ledger
 from ledger.reconcile import _reconcile, _reconcile_since, reconcile, sweep_reconcile
@@ -227,3 +228,36 @@ async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(ru
         "transfer_balanced",
         "last_entry_is_balance",
     }, after.problems
+
+
+async def test_the_mark_waits_for_no_transaction_that_does_not_write_entries(
+    run, engine, database_url
+):
+    """Only the transactions writing entries hold the mark: not a long one of another database
+    of the cluster (another application's, or another test's), nor a reader of the ledger,
+    nor a writer of another table."""
+    await fill(run, 8)
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
+    assert mark is not None
+    elsewhere = await asyncpg.connect(
+        make_url(database_url).set(database="postgres").render_as_string(hide_password=False)
+    )
+    reader = await asyncpg.connect(database_url)
+    writer = await asyncpg.connect(database_url)
+    held = [elsewhere.transaction(), reader.transaction(), writer.transaction()]
+    try:
+        for transaction in held:
+            await transaction.start()
+        await elsewhere.fetchval("SELECT pg_current_xact_id()")  # an xid, in another database
+        await reader.fetchval("SELECT count(*) FROM ledger.entries")
+        await writer.fetchval("SELECT pg_current_xact_id()")
+        await writer.execute("UPDATE ledger.accounts SET version = version WHERE false")
+        await run(lambda ledger: ledger.deposit("dep:meanwhile", uuid.uuid4(), 700))
+        report = await sweep_reconcile(engine, mark, 200)
+        assert report.ok and report.entries == 2, report.problems
+        assert report.entries_up_to == mark + 2
+    finally:
+        for transaction in held:
+            await transaction.rollback()
+        for connection in (elsewhere, reader, writer):
+            await connection.close()
