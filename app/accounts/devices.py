@@ -101,14 +101,18 @@ class KnownDevices:
         )
         return token
 
-    async def renew(self, device_id: uuid.UUID) -> None:
-        """The device logged in again: it lives ``DEVICE_TTL`` from now (not committed; a
-        device forgotten meanwhile stays forgotten)."""
-        await self._session.execute(
+    async def renew(self, device_id: uuid.UUID) -> bool:
+        """The device logged in again: it lives ``DEVICE_TTL`` from now (not committed).
+        False, changing nothing, when it was forgotten or expired since :meth:`find` (the
+        password check between them takes a while): a forgotten device stays forgotten, and
+        an expired one is not brought back (its token counts as none)."""
+        now = utcnow()
+        result = await self._session.execute(
             update(LoginDevice)
-            .where(LoginDevice.id == device_id)
-            .values(expires_at=utcnow() + DEVICE_TTL)
+            .where(LoginDevice.id == device_id, LoginDevice.expires_at > now)
+            .values(expires_at=now + DEVICE_TTL)
         )
+        return bool(getattr(result, "rowcount", 0))
 
     async def forget_all(self, user_id: uuid.UUID, *, keep: uuid.UUID | None = None) -> None:
         """Forget every device of the user but ``keep`` (not committed)."""

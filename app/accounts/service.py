@@ -243,10 +243,10 @@ class AccountService:
             raise account_suspended(suspended_until)
         await self._throttle.clear_failures(name, client, device=device)
         issued = self._new_token(user)
-        if device is None:
+        # a device expired or forgotten since it was looked up is not renewed: as a login
+        # without one, this login gets a new device
+        if device is None or not await self._devices.renew(device):
             issued = dataclasses.replace(issued, device_token=await self._devices.issue(user.id))
-        else:
-            await self._devices.renew(device)
         await self._session.commit()
         return issued
 

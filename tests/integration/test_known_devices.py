@@ -305,3 +305,76 @@ async def test_only_a_devices_expiry_may_change_even_for_the_owner(
 
 def _credentials(username: str) -> dict[str, str]:
     return {"username": username, "password": DEFAULT_PASSWORD}
+
+
+async def test_a_device_expiring_while_its_login_is_checked_is_not_renewed(settings, monkeypatch):
+    # The device is live when the login looks it up, and expires while the password is checked
+    # (scrypt, queued behind other logins): an expired token counts as none, so the login must
+    # not give it another 180 days; it is answered with a new device instead.
+    await create_user(settings, "lia")
+    real_renew = KnownDevices.renew
+
+    async def renew_after_expiry(self, device_id):
+        await sql(
+            settings,
+            "UPDATE game.login_devices SET expires_at = now() - interval '1 second' WHERE id = :id",
+            id=device_id,
+        )
+        return await real_renew(self, device_id)
+
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "lia", DEFAULT_PASSWORD)).json()["device_token"]
+        monkeypatch.setattr(KnownDevices, "renew", renew_after_expiry)
+        again = await send("198.51.100.7", "lia", DEFAULT_PASSWORD, device_token=device)
+        assert again.status_code == 200, again.text
+        fresh = again.json()["device_token"]
+        assert isinstance(fresh, str) and fresh != device
+    rows = await sql(
+        settings,
+        "SELECT expires_at > now() FROM game.login_devices d JOIN game.users u"
+        " ON u.id = d.user_id WHERE u.username = 'lia' ORDER BY d.created_at",
+    )
+    assert [row[0] for row in rows] == [False, True]  # the expired one stays expired
+    limited = settings.model_copy(update={"login_max_failures_per_account": 1})
+    async with behind_the_proxy(limited) as send:
+        await _lock_the_account(send, "lia", 1)
+        stale = await send("192.0.2.1", "lia", DEFAULT_PASSWORD, device_token=device)
+        assert_error(stale, 429, "login_throttled")
+        kept = await send("192.0.2.1", "lia", DEFAULT_PASSWORD, device_token=fresh)
+        assert kept.status_code == 200, kept.text
+
+
+async def test_a_password_set_while_a_device_logs_in_forgets_it_for_good(settings, monkeypatch):
+    # An operator sets a new password (the account taken back) while the login from a known
+    # device checks the old one: the login is refused (the password it checked is no longer
+    # the account's), and the device the new password forgot does not come back.
+    import app.accounts.service as accounts
+    from app.db import Database
+
+    await create_user(settings, "mel")
+    real_hashing = accounts._hashing
+    racing = False
+
+    async def hashing_then_password_set(work, *args):
+        nonlocal racing
+        result = await real_hashing(work, *args)
+        if racing and work is accounts._check_password:
+            racing = False
+            assert settings.database_url is not None
+            database = Database.connect(settings.database_url, settings)
+            try:
+                async with database.session() as session:
+                    service = accounts.AccountService(session, settings)
+                    await service.set_password("mel", "taken back for good")
+            finally:
+                await database.dispose()
+        return result
+
+    monkeypatch.setattr(accounts, "_hashing", hashing_then_password_set)
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "mel", DEFAULT_PASSWORD)).json()["device_token"]
+        racing = True
+        login = await send("198.51.100.7", "mel", DEFAULT_PASSWORD, device_token=device)
+        assert not racing
+        assert_error(login, 401, "invalid_credentials")
+    assert await _devices(settings, "mel") == 0
