@@ -73,10 +73,7 @@ class KnownDevices:
         the transaction ends: concurrent logins would each trim what they see, none seeing the
         others' new device, and keep one more each (the login holds only a share lock on the
         user)."""
-        await self._session.execute(
-            text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
-            {"space": DEVICES_LOCK_SPACE, "user": str(user_id)},
-        )
+        await self._lock(user_id)
         token = secrets.token_urlsafe(_DEVICE_TOKEN_BYTES)
         now = utcnow()
         self._session.add(
@@ -101,11 +98,21 @@ class KnownDevices:
         )
         return token
 
-    async def renew(self, device_id: uuid.UUID) -> bool:
+    async def _lock(self, user_id: uuid.UUID) -> None:
+        """Serialize the user's new devices and renewals until the transaction ends."""
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
+            {"space": DEVICES_LOCK_SPACE, "user": str(user_id)},
+        )
+
+    async def renew(self, user_id: uuid.UUID, device_id: uuid.UUID) -> bool:
         """The device logged in again: it lives ``DEVICE_TTL`` from now (not committed).
         False, changing nothing, when it was forgotten or expired since :meth:`find` (the
         password check between them takes a while): a forgotten device stays forgotten, and
-        an expired one is not brought back (its token counts as none)."""
+        an expired one is not brought back (its token counts as none).  It takes the lock
+        :meth:`issue` takes: a new device's trim (least recently used first) either comes
+        first, and then this device may be gone, or sees it renewed."""
+        await self._lock(user_id)
         now = utcnow()
         result = await self._session.execute(
             update(LoginDevice)

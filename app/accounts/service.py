@@ -245,7 +245,7 @@ class AccountService:
         issued = self._new_token(user)
         # a device expired or forgotten since it was looked up is not renewed: as a login
         # without one, this login gets a new device
-        if device is None or not await self._devices.renew(device):
+        if device is None or not await self._devices.renew(user.id, device):
             issued = dataclasses.replace(issued, device_token=await self._devices.issue(user.id))
         await self._session.commit()
         return issued

@@ -314,13 +314,13 @@ async def test_a_device_expiring_while_its_login_is_checked_is_not_renewed(setti
     await create_user(settings, "lia")
     real_renew = KnownDevices.renew
 
-    async def renew_after_expiry(self, device_id):
+    async def renew_after_expiry(self, user_id, device_id):
         await sql(
             settings,
             "UPDATE game.login_devices SET expires_at = now() - interval '1 second' WHERE id = :id",
             id=device_id,
         )
-        return await real_renew(self, device_id)
+        return await real_renew(self, user_id, device_id)
 
     async with behind_the_proxy(settings) as send:
         device = (await send("198.51.100.7", "lia", DEFAULT_PASSWORD)).json()["device_token"]
@@ -378,3 +378,37 @@ async def test_a_password_set_while_a_device_logs_in_forgets_it_for_good(setting
         assert not racing
         assert_error(login, 401, "invalid_credentials")
     assert await _devices(settings, "mel") == 0
+
+
+async def test_a_renewal_and_a_new_devices_trim_are_serialized(settings):
+    # A login from another device issues a new one and trims the least recently used, while
+    # this login renews its own: the renewal waits for the trim (the lock ``issue`` holds),
+    # then finds its device gone and gets a new one, instead of answering 200 with a device
+    # the trim forgot after it was renewed.
+    from app.accounts.devices import DEVICES_LOCK_SPACE
+
+    await create_user(settings, "noa")
+    async with behind_the_proxy(settings) as send:
+        device = (await send("198.51.100.7", "noa", DEFAULT_PASSWORD)).json()["device_token"]
+        assert settings.database_url is not None
+        trim = await asyncpg.connect(settings.database_url)
+        try:
+            async with trim.transaction():
+                user_id = await trim.fetchval("SELECT id FROM game.users WHERE username = 'noa'")
+                await trim.execute(
+                    "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                    DEVICES_LOCK_SPACE,
+                    str(user_id),
+                )
+                login = asyncio.ensure_future(
+                    send("198.51.100.7", "noa", DEFAULT_PASSWORD, device_token=device)
+                )
+                await until_waiting_on_locks(trim, 1)
+                await trim.execute("DELETE FROM game.login_devices WHERE user_id = $1", user_id)
+            again = await login
+        finally:
+            await trim.close()
+    assert again.status_code == 200, again.text
+    fresh = again.json()["device_token"]
+    assert isinstance(fresh, str) and fresh != device
+    assert await _devices(settings, "noa") == 1
