@@ -200,7 +200,8 @@ def _readme_routes() -> set[str]:
         methods: list[str] = []
         root = ""
         for item in re.findall(r"`([^`]+)`", row.split(" | ", 1)[0]):
-            absolute = re.match(r"^((?:GET|POST|WS)(?:/(?:GET|POST))*) (/\S*)$", item)
+            verbs = "GET|POST|PUT|PATCH|DELETE"
+            absolute = re.match(rf"^((?:{verbs}|WS)(?:/(?:{verbs}))*) (/\S*)$", item)
             if absolute:
                 methods, path = absolute.group(1).split("/"), absolute.group(2)
                 root = path
