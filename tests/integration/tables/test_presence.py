@@ -9,13 +9,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.conftest import make_settings
 from tests.helpers import auth
-from tests.integration.tables.scenario import Game, start_game
+from tests.integration.tables.scenario import (
+    Game,
+    expire_timer,
+    gone_quiet,
+    sql,
+    start_game,
+    until_handled,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -62,17 +70,30 @@ def due(view: dict) -> dt.datetime:
     return dt.datetime.fromisoformat(view["timer"]["due_at"])
 
 
-async def sleep_until(moment: dt.datetime) -> None:
-    await asyncio.sleep(max(0.0, (moment - dt.datetime.now(dt.UTC)).total_seconds()))
+async def deadlines_due_now(game: Game, before: dt.datetime | None = None) -> int:
+    """The table's pending game deadlines (those due before ``before``, if given) are due
+    now, as if their time had come; how many."""
+    rows = await sql(
+        game.settings,
+        "UPDATE game.deadlines SET due_at = now() - interval '1 second'"
+        " WHERE table_id = :table AND kind = 'game' AND status = 'pending'"
+        " AND (CAST(:before AS timestamptz) IS NULL OR due_at < :before) RETURNING id",
+        table=uuid.UUID(game.id),
+        before=before,
+    )
+    return len(rows)
 
 
 async def test_a_frozen_table_pauses_its_timer_and_a_returning_player_restarts_it(client, settings):
-    timers = {"decision_timeout_ms": 9_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
+    # A minute's decision timer, ended by the test: with a 9 s one, the freeze and the thaw
+    # (a grace and up to two presence sweeps each) had to fit before it ran out.
+    timers = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_window_ms": 100}
     game = await start_game(client, settings, players=3, dealer=2, options={"lives": 3, **timers})
     first_due = due(await game.view(0))
     online = {0}
     async with heartbeats(game, online):
-        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=6)
+        await gone_quiet(game, 1, 2)
+        frozen = await game.wait(lambda v: v["frozen"], seat=None, timeout_s=15)
         assert frozen["timer"] is None
         assert frozen["game_view"]["round"]["phase"] == "deciding"
         notes = [e for e in await game.log(1) if e["log"] == "note"]
@@ -80,28 +101,32 @@ async def test_a_frozen_table_pauses_its_timer_and_a_returning_player_restarts_i
 
         # seat 1 comes back: two players are connected again, the table thaws
         online.add(1)
-        thawed = await game.wait(lambda v: not v["frozen"], seat=None, timeout_s=6)
+        thawed = await game.wait(lambda v: not v["frozen"], seat=None, timeout_s=15)
         assert thawed["timer"]["kind"] == "decision"
         restarted_due = due(thawed)
         assert dt.datetime.now(dt.UTC) < first_due, "the test needs the thaw before the first due"
         assert restarted_due > first_due
 
-        # the timer armed before the freeze does not fire at its old time
-        await sleep_until(first_due + dt.timedelta(seconds=0.7))
+        # the timer armed before the freeze does not fire at its old time: its deadline comes
+        # due now (the restarted timer's does not) and the scheduler drops it
+        assert await deadlines_due_now(game, before=restarted_due) == 1
+        await until_handled(game, "game")
         still = await game.view(None)
         assert still["game_view"]["round"]["phase"] == "deciding"
         assert not [e for e in await game.log(1) if e.get("type") == "timeout"]
         assert due(still) == restarted_due
 
         # the restarted timer fires: the silent non-dealers run
+        await expire_timer(game)
         dealer = await game.wait_phase("dealer_deciding", seat=2, timeout_s=12)
-        assert dt.datetime.now(dt.UTC) >= restarted_due
         assert dealer["game_view"]["round"]["mandar_count"] == 0
 
 
 async def test_nobody_comes_back_the_connected_player_wins_the_prize(client, settings):
+    # The decision timer comes due while the table is frozen because the test makes it due
+    # then: a 6 s one had to outlast the grace and a presence sweep on a slow machine.
     timers = {
-        "decision_timeout_ms": 6_000,
+        "decision_timeout_ms": 60_000,
         "turn_timeout_ms": 60_000,
         "claim_window_ms": 100,
         "abandon_after_ms": 5_000,
@@ -110,8 +135,11 @@ async def test_nobody_comes_back_the_connected_player_wins_the_prize(client, set
     assert await game.balances() == [500, 500, 500]
     online = {1}
     async with heartbeats(game, online):
-        frozen = await game.wait(lambda v: v["frozen"], seat=0, timeout_s=6)
+        await gone_quiet(game, 0, 2)
+        frozen = await game.wait(lambda v: v["frozen"], seat=0, timeout_s=15)
         assert frozen["timer"] is None
+        assert await deadlines_due_now(game) == 1
+        await until_handled(game, "game")
         finished = await game.wait(lambda v: v["status"] == "finished", seat=1, timeout_s=15)
     result = finished["result"]
     assert result["reason"] == "abandon"
