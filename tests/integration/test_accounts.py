@@ -311,12 +311,19 @@ async def test_password_hashing_runs_at_most_hashing_threads_at_once(client, mon
 
     running, most = 0, 0
     lock = threading.Lock()
+    full = threading.Event()
 
     def slow_check(password, stored, settings):
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
+            if running >= service.HASHING_THREADS:
+                full.set()
+        # the first checks hold their threads until the bound is reached (a fixed 0.2 s could
+        # end before a slow machine's other requests got to their hashing), then 0.2 s more,
+        # for any check past the bound to be caught running alongside them
+        full.wait(10)
         time.sleep(0.2)
         with lock:
             running -= 1
