@@ -16,6 +16,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy.engine import make_url
 
 os.environ.setdefault("RAIZ_ENV", "test")
@@ -23,6 +24,12 @@ os.environ.setdefault("RAIZ_ENV", "test")
 logging.getLogger("pgserver").setLevel(logging.WARNING)
 
 from app.config import Settings  # noqa: E402
+
+# No per-example deadline (Hypothesis's default is 200 ms): the properties are about results,
+# and one pause of a loaded machine (CI's two cores run the whole suite) in any example
+# failed a test as "unreliable test timings".
+hypothesis_settings.register_profile("raiz", deadline=None)
+hypothesis_settings.load_profile("raiz")
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -163,6 +163,17 @@ async def until_waiting_on_locks(connection: Any, count: int) -> None:
     pytest.fail(f"{count} requests never waited for a lock")
 
 
+async def until_others_wait_on_locks(database_url: str, count: int = 1) -> None:
+    """:func:`until_waiting_on_locks` from a connection of its own: until ``count`` sessions
+    of the database wait for a lock (where a fixed sleep let a slow machine's waiter arrive
+    after the holder had ended, and the race went untested)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        await until_waiting_on_locks(connection, count)
+    finally:
+        await connection.close()
+
+
 async def sent_while_suspending(
     client: Any, settings: Settings, user_id: str, *requests: tuple[str, Any, str]
 ) -> list[httpx.Response]:

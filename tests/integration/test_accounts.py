@@ -311,12 +311,19 @@ async def test_password_hashing_runs_at_most_hashing_threads_at_once(client, mon
 
     running, most = 0, 0
     lock = threading.Lock()
+    full = threading.Event()
 
     def slow_check(password, stored, settings):
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
+            if running >= service.HASHING_THREADS:
+                full.set()
+        # the first checks hold their threads until the bound is reached (a fixed 0.2 s could
+        # end before a slow machine's other requests got to their hashing), then 0.2 s more,
+        # for any check past the bound to be caught running alongside them
+        full.wait(10)
         time.sleep(0.2)
         with lock:
             running -= 1
@@ -539,22 +546,30 @@ async def test_guessing_the_current_password_with_a_stolen_token_is_throttled(cl
 async def test_two_password_changes_at_once_leave_exactly_one_of_them(
     client, settings, monkeypatch
 ):
-    # each checks the current password with the user's row locked: the second to get the
-    # lock finds the password changed under it and is refused (the check is slowed down so
-    # that both would otherwise pass it against the old password)
-    import time
+    # both check the current password (with nothing held) at once, against the old one: the
+    # second to get the user's row finds the password changed under it and is refused.  The
+    # two checks wait for each other (a fixed 0.3 s let a slow machine's second request
+    # arrive after the first had committed: it failed its check, and the race went untested)
+    import threading
 
     from app.accounts import service
 
     real_check = service._check_password
+    calls, lock = 0, threading.Lock()
+    both_checking = threading.Barrier(2, timeout=10)
 
     def slow_check(*args):
-        time.sleep(0.3)
+        nonlocal calls
+        with lock:
+            calls += 1
+            racing = calls <= 2
+        if racing:
+            both_checking.wait()
         return real_check(*args)
 
-    monkeypatch.setattr(service, "_check_password", slow_check)
     await create_user(settings, "aldo")
     token = await login(client, "aldo")
+    monkeypatch.setattr(service, "_check_password", slow_check)
     changes = [
         (
             "/auth/password",

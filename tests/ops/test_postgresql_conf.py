@@ -82,7 +82,10 @@ async def test_the_slow_statement_log_shows_no_parameter(database_url):
         await connection.execute("SET client_min_messages = log")
         secret = "the-stock-order-7f3a9c"
         await connection.fetchval("SELECT $1::text FROM pg_sleep(0.3)", secret)
-        await asyncio.sleep(0.05)
+        # until the statement's log line has reached the listener (not a fixed 0.05 s)
+        async with asyncio.timeout(10):
+            while not any("duration:" in message for message in messages):
+                await asyncio.sleep(0.01)
     finally:
         await connection.close()
     # The statement was slow enough to be logged, so the scan below is not vacuous.

@@ -18,6 +18,12 @@ from tests.conftest import make_settings
 
 pytestmark = pytest.mark.asyncio
 
+IDLE_TIMEOUT_MS = 900
+"""The server's timeout, in miniature: shorter than the slowed reconciliation (1 s), so a
+sweep transaction left idle across it is ended; as long as that allows, so that the sweep's
+other transactions (the reconciliation's snapshot, with Python work between its statements)
+keep a loaded machine's pauses (300 ms left them little)."""
+
 MONITOR = importlib.import_module("app.compliance.monitor")
 
 
@@ -26,7 +32,7 @@ async def test_a_sweep_outlives_the_idle_in_transaction_timeout(database_url, mo
     try:
         name = await connection.fetchval("SELECT current_database()")
         await connection.execute(
-            f'ALTER DATABASE "{name}" SET idle_in_transaction_session_timeout = 300'
+            f'ALTER DATABASE "{name}" SET idle_in_transaction_session_timeout = {IDLE_TIMEOUT_MS}'
         )
     finally:
         await connection.close()
@@ -44,7 +50,7 @@ async def test_a_sweep_outlives_the_idle_in_transaction_timeout(database_url, mo
         connection = await asyncpg.connect(database_url)
         try:
             sweeps = await connection.fetchval("SELECT count(*) FROM game.audit_sweeps")
-            # the fixture's own reconciliation at teardown must not run under 300 ms (on a
+            # the fixture's own reconciliation at teardown must not run under the timeout (on a
             # loaded machine a pause between its statements ended its connection)
             await connection.execute(
                 f'ALTER DATABASE "{name}" RESET idle_in_transaction_session_timeout'

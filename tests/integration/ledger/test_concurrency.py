@@ -20,6 +20,7 @@ from ledger import (
     TransferKind,
     TransferRequest,
 )
+from tests.helpers import until_others_wait_on_locks
 
 pytestmark = pytest.mark.asyncio
 
@@ -138,7 +139,7 @@ async def test_concurrent_submissions_of_one_id_write_it_once(run):
     assert await run(lambda ledger: ledger.balance(ledger.wallet_id(player))) == 9_500
 
 
-async def test_a_racing_different_body_for_the_same_id_ends_as_a_conflict(run):
+async def test_a_racing_different_body_for_the_same_id_ends_as_a_conflict(run, database_url):
     """Two bodies under one id touching different accounts are not serialised by account
     locks: the loser waits on the unique index, then runs again and sees the winner."""
     ana, bia = uuid.uuid4(), uuid.uuid4()
@@ -152,14 +153,16 @@ async def test_a_racing_different_body_for_the_same_id_ends_as_a_conflict(run):
         loser = asyncio.create_task(
             outcome(run, lambda ledger: ledger.withdraw("payout:1", bia, 100))
         )
-        await asyncio.sleep(0.3)
+        await until_others_wait_on_locks(database_url)
         assert not loser.done(), "the second writer must wait for the first to decide"
         await first.commit()
     assert await loser == ErrorCode.IDEMPOTENCY_CONFLICT
     assert await run(lambda ledger: ledger.balance(ledger.wallet_id(bia))) == 1_000
 
 
-async def test_a_racing_same_body_waits_then_replays_or_writes_if_the_first_rolls_back(run):
+async def test_a_racing_same_body_waits_then_replays_or_writes_if_the_first_rolls_back(
+    run, database_url
+):
     from ledger import Ledger
 
     player = uuid.uuid4()
@@ -172,7 +175,7 @@ async def test_a_racing_same_body_waits_then_replays_or_writes_if_the_first_roll
             second = asyncio.create_task(
                 outcome(run, lambda ledger, t=transfer_id: ledger.withdraw(t, player, 100))
             )
-            await asyncio.sleep(0.3)
+            await until_others_wait_on_locks(database_url)
             assert not second.done()
             await (first.commit() if first_commits else first.rollback())
         assert await second == expected

@@ -218,8 +218,9 @@ async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(ru
         assert during.entries == 2
         assert during.entries_up_to == mark
         # a sweep that starts while T1 is still open waits for it, then sees it
+        since = await run.scalar("SELECT clock_timestamp()")
         waiting = asyncio.create_task(sweep_reconcile(engine, mark, 10_000))
-        await asyncio.sleep(0.3)
+        await _until_settling(run, since)
         assert not waiting.done()
     after = await waiting
     assert after.entries == 4
@@ -228,6 +229,22 @@ async def test_the_mark_never_passes_an_entry_whose_transaction_commits_later(ru
         "transfer_balanced",
         "last_entry_is_balance",
     }, after.problems
+
+
+async def _until_settling(run: Any, since: Any) -> None:
+    """Until a sweep polls (after ``since``) for the end of the transactions it found
+    writing entries (its ``virtualxid`` query): where a fixed 0.3 s let a slow machine's sweep
+    start after T1 had ended, and the wait went untested."""
+    for _ in range(500):
+        if await run.scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND query LIKE '%virtualxid = ANY%'"
+            " AND query_start > :since",
+            since=since,
+        ):
+            return
+        await asyncio.sleep(0.02)
+    pytest.fail("no sweep waited for the open transaction")
 
 
 async def test_the_mark_waits_for_no_transaction_that_does_not_write_entries(

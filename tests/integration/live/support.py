@@ -221,6 +221,17 @@ async def spectate(
     raise AssertionError("the table socket closed before the match ended")
 
 
+async def until_watching(*watchers: Person, timeout_s: float = 30.0) -> None:
+    """Until each watcher's table socket (:func:`spectate`) has delivered its first frame,
+    the view sent on connect: it follows the table from there on.  Where a fixed 0.3 s
+    left a slow machine's spectators still connecting when the seats were taken."""
+    async with asyncio.timeout(timeout_s):
+        while not all(
+            any(message.channel == "ws" for message in who.recorder.messages) for who in watchers
+        ):
+            await asyncio.sleep(0.02)
+
+
 # --- ground truth -----------------------------------------------------------------------------
 async def connect(database_url: str) -> asyncpg.Connection:
     return await asyncpg.connect(database_url)

@@ -29,6 +29,7 @@ from tests.integration.live.support import (
     settle_deadlines,
     spectate,
     take_seat,
+    until_watching,
 )
 from tests.live import live_server
 
@@ -131,7 +132,7 @@ async def test_no_player_or_spectator_ever_sees_a_hidden_card_or_an_unrevealed_s
         table_id = table["id"]
         # the spectator is watching before the first seat is taken
         watching = asyncio.create_task(spectate(base, table_id, watcher))
-        await asyncio.sleep(0.3)
+        await until_watching(watcher)
         for player in players:
             await take_seat(base, table_id, player)
         await play_match([base], table_id, players)

@@ -32,6 +32,7 @@ from tests.integration.live.support import (
     settle_deadlines,
     spectate,
     take_seat,
+    until_watching,
 )
 from tests.live import live_server
 
@@ -135,7 +136,7 @@ async def test_one_table_on_two_server_processes(database_url, tmp_path):
             asyncio.create_task(spectate(base, table["id"], watcher, probe_rng=False))
             for base, watcher in zip(bases, watchers, strict=True)
         ]
-        await asyncio.sleep(0.3)
+        await until_watching(*watchers)
         for index, player in enumerate(players):
             await take_seat(bases[index % 2], table["id"], player)
         finals = await play_match(bases, table["id"], players)

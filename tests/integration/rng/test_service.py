@@ -14,6 +14,7 @@ from rng.sealing import SealingError, SeedSealer
 from rng.service import RngErrorCode, RngService, RngServiceError, associated_data
 from rng.streams import RandomStream, commitment, new_round_seed
 from rng.verification import verify_round
+from tests.helpers import until_others_wait_on_locks
 from tests.integration.rng.conftest import KEY_1, KEY_2, SEALER, new_table
 
 pytestmark = pytest.mark.asyncio
@@ -324,7 +325,9 @@ async def test_client_seeds_close_at_the_first_draw(rng_transaction):
         assert public.contributors == ("ana",)
 
 
-async def test_a_draw_and_a_client_seed_on_one_round_take_turns(rng_transaction, database):
+async def test_a_draw_and_a_client_seed_on_one_round_take_turns(
+    rng_transaction, database, database_url
+):
     async with rng_transaction() as service:
         round_id = (await service.commit_round(new_table(), 1)).id
     async with database.session() as dealer_session, database.session() as player_session:
@@ -332,7 +335,7 @@ async def test_a_draw_and_a_client_seed_on_one_round_take_turns(rng_transaction,
         player = RngService(player_session, SEALER, allow_fixed=False)
         await dealer.stream(round_id, "deal")
         late = asyncio.create_task(player.add_client_seed(round_id, "late", b"x"))
-        await asyncio.sleep(0.3)
+        await until_others_wait_on_locks(database_url)
         assert not late.done(), "the client seed must wait for the draw's transaction"
         await dealer_session.commit()
         with pytest.raises(RngServiceError) as caught:
@@ -340,7 +343,9 @@ async def test_a_draw_and_a_client_seed_on_one_round_take_turns(rng_transaction,
         assert caught.value.code is RngErrorCode.CLIENT_SEEDS_CLOSED
 
 
-async def test_a_deal_waits_for_a_client_seed_in_flight_and_mixes_it(rng_transaction, database):
+async def test_a_deal_waits_for_a_client_seed_in_flight_and_mixes_it(
+    rng_transaction, database, database_url
+):
     async with rng_transaction() as service:
         round_id = (await service.commit_round(new_table(), 1)).id
     async with database.session() as dealer_session, database.session() as player_session:
@@ -348,7 +353,7 @@ async def test_a_deal_waits_for_a_client_seed_in_flight_and_mixes_it(rng_transac
         player = RngService(player_session, SEALER, allow_fixed=False)
         await player.add_client_seed(round_id, "ana", b"just in time")
         deal = asyncio.create_task(dealer.stream(round_id, "deal"))
-        await asyncio.sleep(0.3)
+        await until_others_wait_on_locks(database_url)
         assert not deal.done(), "the draw must wait for the client seed's transaction"
         await player_session.commit()
         order = (await deal).permutation(52)

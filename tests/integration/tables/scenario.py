@@ -49,9 +49,11 @@ __all__ = (
     "deal_permutation",
     "expire_timer",
     "fix_streams",
+    "gone_quiet",
     "heartbeat",
     "make_due",
     "start_game",
+    "until_handled",
 )
 
 POLL_S = 0.05
@@ -370,6 +372,20 @@ async def all_gone_quiet(game: Game) -> None:
     )
 
 
+async def gone_quiet(game: Game, *seats: int) -> None:
+    """The players at ``seats`` were last seen two hours ago (the others keep their last
+    sign of life): the next sweep finds them gone, where waiting out a short grace raced the
+    table's timers on a slow machine."""
+    for seat_ in seats:
+        await sql(
+            game.settings,
+            "UPDATE game.presence SET last_seen_at = now() - interval '2 hours'"
+            " WHERE table_id = :table AND user_id = :user",
+            table=uuid.UUID(game.id),
+            user=uuid.UUID(game.user(seat_)),
+        )
+
+
 async def heartbeat(game: Game, seat: int) -> None:
     """``seat``'s player says they are here."""
     beat = await game.client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
@@ -385,6 +401,23 @@ async def make_due(game: Game, kind: str) -> None:
         table=uuid.UUID(game.id),
         kind=kind,
     )
+
+
+async def until_handled(game: Game, kind: str, timeout_s: float = 10.0) -> None:
+    """Until the scheduler has handled (fired, or dropped as stale) every due deadline of
+    ``kind`` of the table."""
+    deadline = time.monotonic() + timeout_s
+    while (
+        await sql(
+            game.settings,
+            "SELECT count(*) FROM game.deadlines WHERE table_id = :table AND kind = :kind"
+            " AND status = 'pending' AND due_at <= now()",
+            table=uuid.UUID(game.id),
+            kind=kind,
+        )
+    )[0][0]:
+        assert time.monotonic() < deadline, f"{kind} deadlines still pending after {timeout_s} s"
+        await asyncio.sleep(POLL_S)
 
 
 async def expire_timer(game: Game) -> None:
