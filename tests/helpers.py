@@ -73,9 +73,11 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def from_threads(client: Any) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor]]:
-    """A synchronous client of the app and two threads to send requests from, so a request
-    can wait inside the app while the test sends others."""
+def from_threads(
+    client: Any, workers: int = 2
+) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor]]:
+    """A synchronous client of the app and ``workers`` threads to send requests from, so a
+    request can wait inside the app while the test sends others."""
     from litestar.testing.transport import TestClientTransport
 
     class Shared(httpx.BaseTransport):  # the portal transport, for requests from threads
@@ -86,7 +88,7 @@ def from_threads(client: Any) -> Iterator[tuple[httpx.Client, ThreadPoolExecutor
 
     with (
         httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
-        ThreadPoolExecutor(max_workers=2) as pool,
+        ThreadPoolExecutor(max_workers=workers) as pool,
     ):
         yield sync, pool
 

@@ -9,17 +9,15 @@ import datetime as dt
 import random
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import httpx
 import pytest
-from litestar.testing.transport import TestClientTransport
 
 from app.accounts.limits import PERIOD_WINDOWS, EntryLimits, require_within_limits
 from app.db import Database
 from app.errors import ConflictError
-from tests.helpers import assert_error, auth, create_user
+from tests.helpers import assert_error, auth, create_user, from_threads
 from tests.integration.tables.helpers import balance, create_table, operator, player
 from tests.integration.tables.scenario import sql
 
@@ -30,17 +28,7 @@ async def _at_once(client: Any, requests: list[tuple[str, str, Any, str]]) -> li
     """Send every ``(method, path, body, token)`` at once, each from its own thread, all
     released together; the responses in order."""
     barrier = threading.Barrier(len(requests), timeout=30)
-
-    class Shared(httpx.BaseTransport):
-        inner = TestClientTransport(client=client, raise_server_exceptions=True)
-
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            return self.inner.handle_request(request)
-
-    with (
-        httpx.Client(transport=Shared(), base_url=str(client.base_url)) as sync,
-        ThreadPoolExecutor(max_workers=len(requests)) as pool,
-    ):
+    with from_threads(client, workers=len(requests)) as (sync, pool):
 
         def send(method: str, path: str, body: Any, token: str) -> httpx.Response:
             barrier.wait()
