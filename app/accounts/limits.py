@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import func, select, text
 
+from app.accounts.errors import user_not_found
 from app.accounts.models import EntryLimit, EntryLimitChange, User
 from app.errors import ConflictError, NotFoundError
 from app.tables.models import Seat, Table
@@ -233,9 +234,7 @@ class EntryLimits:
     async def history(self, user_id: uuid.UUID) -> list[EntryLimitChange]:
         """Every change the player asked for, oldest first (``user_not_found``)."""
         if await self._session.get(User, user_id) is None:
-            raise NotFoundError(
-                "No such user.", code="user_not_found", details={"user_id": str(user_id)}
-            )
+            raise user_not_found(user_id=str(user_id))
         rows = await self._session.scalars(
             select(EntryLimitChange)
             .where(EntryLimitChange.user_id == user_id)

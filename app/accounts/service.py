@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.devices import KnownDevices
+from app.accounts.errors import user_not_found
 from app.accounts.models import (
     ROLES,
     AccessToken,
@@ -326,7 +327,7 @@ class AccountService:
             .execution_options(populate_existing=True)
         )
         if user is None:
-            raise NotFoundError("No such user.", code="user_not_found", details={"username": name})
+            raise user_not_found(username=name)
         user.password_hash = new_hash
         count = await revoke_live_tokens(self._session, user.id)
         await self._throttle.clear_failures(name, every=True)
@@ -389,7 +390,7 @@ class AccountService:
         """A user by id; ``user_not_found`` (404) otherwise."""
         user = await self._session.get(User, user_id)
         if user is None:
-            raise NotFoundError("No such user.", code="user_not_found")
+            raise user_not_found(user_id=str(user_id))
         return user
 
     async def list_users(

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy import func, select
 
+from app.accounts.errors import user_not_found
 from app.accounts.models import AccountSuspension, User
 from app.accounts.tokens import revoke_live_tokens
 from app.db.base import utcnow
-from app.errors import ConflictError, ForbiddenError, NotFoundError
+from app.errors import ConflictError, ForbiddenError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -125,9 +126,7 @@ class SuspensionService:
             raise account_suspended()
         user = locked.get(user_id)
         if user is None:
-            raise NotFoundError(
-                "No such user.", code="user_not_found", details={"user_id": str(user_id)}
-            )
+            raise user_not_found(user_id=str(user_id))
         return user
 
     async def suspend(
@@ -247,9 +246,7 @@ class SuspensionService:
     async def history(self, user_id: uuid.UUID) -> list[AccountSuspension]:
         """Every suspension and reinstatement of the user, oldest first (``user_not_found``)."""
         if await self._session.get(User, user_id) is None:
-            raise NotFoundError(
-                "No such user.", code="user_not_found", details={"user_id": str(user_id)}
-            )
+            raise user_not_found(user_id=str(user_id))
         rows = await self._session.scalars(
             select(AccountSuspension)
             .where(AccountSuspension.user_id == user_id)
@@ -265,9 +262,7 @@ class SuspensionService:
             select(User.id).where(User.username == normalize_username(username))
         )
         if user_id is None:
-            raise NotFoundError(
-                "No such user.", code="user_not_found", details={"username": username}
-            )
+            raise user_not_found(username=username)
         return user_id
 
     def _record(
