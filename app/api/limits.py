@@ -21,7 +21,7 @@ from app.accounts.schemas import (
 )
 from app.api.deps import DbSession
 from app.api.strict import strict_body
-from app.compliance.access import record_access
+from app.compliance.access import audit_compliance_read
 from app.db.base import utcnow
 
 __all__ = ("EntryLimitsController", "UserEntryLimitsController")
@@ -82,16 +82,13 @@ class UserEntryLimitsController(Controller):
         service = EntryLimits(db_session)
         changes = await service.history(user_id)
         limits = await service.view(user_id, utcnow())
-        principal = principal_of(request)
-        if principal.role == "compliance":
-            record_access(
-                db_session,
-                actor=principal,
-                action="read_entry_limits",
-                target=str(user_id),
-                details={"changes": len(changes)},
-            )
-            await db_session.commit()
+        await audit_compliance_read(
+            db_session,
+            principal_of(request),
+            "read_entry_limits",
+            str(user_id),
+            {"changes": len(changes)},
+        )
         return EntryLimitsRead(
             user_id=user_id,
             limits=[EntryLimitRead.of(state) for state in limits],

@@ -20,7 +20,7 @@ from app.accounts.schemas import (
 from app.accounts.suspension import SuspensionChange, SuspensionService
 from app.api.deps import DbSession
 from app.api.strict import strict_body
-from app.compliance.access import record_access
+from app.compliance.access import audit_compliance_read
 from app.tables.suspended import SuspendedSeats
 
 __all__ = ("SelfExclusionController", "SuspensionController")
@@ -106,16 +106,13 @@ class SuspensionController(Controller):
         """Every suspension, self-exclusion and reinstatement of the account, oldest first
         (a compliance read is recorded in the access log)."""
         records = await SuspensionService(db_session).history(user_id)
-        principal = principal_of(request)
-        if principal.role == "compliance":
-            record_access(
-                db_session,
-                actor=principal,
-                action="read_suspensions",
-                target=str(user_id),
-                details={"found": len(records)},
-            )
-            await db_session.commit()
+        await audit_compliance_read(
+            db_session,
+            principal_of(request),
+            "read_suspensions",
+            str(user_id),
+            {"found": len(records)},
+        )
         return [SuspensionRead.of(record) for record in records]
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from app.accounts.service import Principal
 
-__all__ = ("cli_actor", "list_access", "record_access")
+__all__ = ("audit_compliance_read", "cli_actor", "list_access", "record_access")
 
 
 def cli_actor() -> str:
@@ -50,6 +50,22 @@ def record_access(
             details=details or {},
         )
     )
+
+
+async def audit_compliance_read(
+    session: AsyncSession,
+    principal: Principal,
+    action: str,
+    target: str | None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Record and commit a compliance officer's read made through a route staff of several
+    roles may call (docs/compliance.md), as the ``/compliance`` routes do; operators' reads
+    are operations and are not logged."""
+    if principal.role != "compliance":
+        return
+    record_access(session, actor=principal, action=action, target=target, details=details)
+    await session.commit()
 
 
 async def list_access(

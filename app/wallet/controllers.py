@@ -15,7 +15,7 @@ from app.accounts.auth import PUBLIC_OPT_KEY, principal_of, requires_role
 from app.api.deps import AppSettings, DbSession
 from app.api.openapi import ErrorBody
 from app.api.strict import strict_body
-from app.compliance.access import record_access
+from app.compliance.access import audit_compliance_read
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AccountRead,
@@ -187,7 +187,9 @@ class AdminAccountsController(Controller):
             "offset": offset,
             "found": len(accounts),
         }
-        await _audit_compliance_read(request, db_session, "list_accounts", None, filters)
+        await audit_compliance_read(
+            db_session, principal_of(request), "list_accounts", None, filters
+        )
         return accounts
 
     @get("/{account_id:uuid}", operation_id="getAccount")
@@ -200,7 +202,9 @@ class AdminAccountsController(Controller):
     ) -> AccountRead:
         """One account with its balance and version."""
         account = await WalletService(db_session, settings).account(account_id)
-        await _audit_compliance_read(request, db_session, "read_account", str(account_id))
+        await audit_compliance_read(
+            db_session, principal_of(request), "read_account", str(account_id)
+        )
         return account
 
     @get("/{account_id:uuid}/statement", operation_id="getAccountStatement")
@@ -218,9 +222,9 @@ class AdminAccountsController(Controller):
         statement = await WalletService(db_session, settings).account_statement(
             account_id, limit=limit, before_version=before_version
         )
-        await _audit_compliance_read(
-            request,
+        await audit_compliance_read(
             db_session,
+            principal_of(request),
             "account_statement",
             str(account_id),
             {"limit": limit, "before_version": before_version, "lines": len(statement.lines)},
@@ -267,22 +271,6 @@ class PaymentWebhookController(Controller):
         verify_signature(settings.payment_webhook_secret, await request.body(), signature)
         event = await strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
-
-
-async def _audit_compliance_read(
-    request: Request[Any, Any, Any],
-    db_session: DbSession,
-    action: str,
-    target: str | None,
-    details: dict[str, Any] | None = None,
-) -> None:
-    """Record a compliance officer's read in the access log (docs/compliance.md), as the
-    ``/compliance`` routes do; operators' reads are operations and are not logged."""
-    principal = principal_of(request)
-    if principal.role != "compliance":
-        return
-    record_access(db_session, actor=principal, action=action, target=target, details=details)
-    await db_session.commit()
 
 
 def _created_or_replayed(transfer: TransferRead) -> Response[TransferRead]:
