@@ -473,13 +473,15 @@ async def start_game(
     vira: str = "KD",
     stock: Sequence[str] = (),
     names: Iterable[str] | None = None,
+    tag: str = "",
 ) -> Game:
     """A full table whose first round is scripted: ``dealer`` deals and, with ``hands``,
-    each seat receives its hand.  Seating the last player starts the match."""
-    op = await operator(client, settings)
-    labels = list(names) if names is not None else [f"player{i}" for i in range(players)]
+    each seat receives its hand.  Seating the last player starts the match.  ``tag`` ends
+    every username it makes (operator, players, spectator), for a second game in one test."""
+    op = await operator(client, settings, f"operator{tag}")
+    labels = list(names) if names is not None else [f"player{i}{tag}" for i in range(players)]
     seated = [await player(client, settings, name, deposit_cents, op) for name in labels]
-    spectator = await player(client, settings, "watcher", 0, op)
+    spectator = await player(client, settings, f"watcher{tag}", 0, op)
     table = await create_table(
         client,
         seated[0][1],
