@@ -11,7 +11,16 @@ a pending loosening.
 What a player has *used* of a period is the entry of every seat they took within the window
 and were not refunded (leaving before the start, a cancelled table); a seat costing an entry
 is refused (``409 entry_limit_reached``) when, for any period with a limit in force, used +
-entry would exceed it (:func:`require_within_limits`).
+entry would exceed it (:func:`require_within_limits`).  The entry is the seat's own
+(``game.seats.entry_cents``, fixed once inserted), so the sum reads the player's seats of the
+last 30 days from one partial index alone (``ix_seats_paid_by_user``, migration ``game_0022``),
+without the tables they sat at.
+
+One clock: the database's.  A seat's ``seated_at`` is the database's ``now()`` (the start of
+the seat's transaction), and the check, the view and a change read the same ``now()`` in their
+own transaction (:func:`database_now`) for the windows, the limit in force and when a
+loosening applies; a worker whose clock is off moves neither.  Tests may still pass a ``now``
+of their own.
 
 ``game.entry_limits`` holds one row per player and period as it stands (the limit in force,
 and the pending loosening with when it applies: a due one is read as in force until the next
@@ -33,14 +42,15 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import func, select, text
+from sqlalchemy import Select, func, select, text
 
 from app.accounts.errors import user_not_found
 from app.accounts.models import EntryLimit, EntryLimitChange, User
+from app.db.base import database_now
 from app.errors import ConflictError, NotFoundError
-from app.tables.models import Seat, Table
+from app.tables.models import Seat
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -54,6 +64,7 @@ __all__ = (
     "require_period",
     "require_within_limits",
     "used_cents",
+    "used_cents_query",
 )
 
 PERIOD_WINDOWS: Final = {
@@ -110,27 +121,26 @@ def _in_force(row: EntryLimit | None, now: dt.datetime) -> tuple[int | None, boo
     return row.limit_cents, False
 
 
-async def used_cents(session: AsyncSession, user_id: uuid.UUID, now: dt.datetime) -> dict[str, int]:
-    """The entries the player paid within each period's window ending at ``now`` and were not
-    refunded (one index range scan of the player's seats of the longest window)."""
+def used_cents_query(user_id: uuid.UUID, now: dt.datetime) -> Select[*tuple[Any, ...]]:
+    """The sums of :func:`used_cents`: the seats' own entries, one range of the partial index
+    ``ix_seats_paid_by_user`` (its predicate is the paid-and-not-refunded filter)."""
     seated = Seat.seated_at
     sums = [
-        func.coalesce(func.sum(Table.entry_cents).filter(seated > now - window), 0)
+        func.coalesce(func.sum(Seat.entry_cents).filter(seated > now - window), 0)
         for window in PERIOD_WINDOWS.values()
     ]
-    row = (
-        await session.execute(
-            select(*sums)
-            .select_from(Seat)
-            .join(Table, Table.id == Seat.table_id)
-            .where(
-                Seat.user_id == user_id,
-                seated > now - max(PERIOD_WINDOWS.values()),
-                Seat.entry_transfer_id.is_not(None),
-                Seat.refund_transfer_id.is_(None),
-            )
-        )
-    ).one()
+    return select(*sums).where(
+        Seat.user_id == user_id,
+        seated > now - max(PERIOD_WINDOWS.values()),
+        Seat.entry_transfer_id.is_not(None),
+        Seat.refund_transfer_id.is_(None),
+    )
+
+
+async def used_cents(session: AsyncSession, user_id: uuid.UUID, now: dt.datetime) -> dict[str, int]:
+    """The entries the player paid within each period's window ending at ``now`` and were not
+    refunded (one index-only range scan of the player's paid seats of the longest window)."""
+    row = (await session.execute(used_cents_query(user_id, now))).one()
     return {period: int(total) for period, total in zip(PERIOD_WINDOWS, row, strict=True)}
 
 
@@ -144,15 +154,18 @@ async def _rows(
 
 
 async def require_within_limits(
-    session: AsyncSession, user_id: uuid.UUID, cents: int, now: dt.datetime
+    session: AsyncSession, user_id: uuid.UUID, cents: int, now: dt.datetime | None = None
 ) -> None:
     """Refuse (``409 entry_limit_reached``) an entry of ``cents`` the player's limits in force
-    at ``now`` do not leave room for; a free entry is never limited.  Takes the player's
-    limits lock (:func:`lock_player_limits`) first, held until the caller commits the entry:
-    take it before any table's lock."""
+    at ``now`` (by default the database's ``now()``, the seating time of a seat inserted in the
+    same transaction) do not leave room for; a free entry is never limited.  Takes the
+    player's limits lock (:func:`lock_player_limits`) first, held until the caller commits the
+    entry: take it before any table's lock."""
     if cents <= 0:
         return
     await lock_player_limits(session, user_id)
+    if now is None:
+        now = await database_now(session)
     rows = await _rows(session, user_id, fresh=True)
     limits = {period: _in_force(rows.get(period), now)[0] for period in PERIOD_WINDOWS}
     if all(limit is None for limit in limits.values()):
@@ -186,8 +199,11 @@ class EntryLimits:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def view(self, user_id: uuid.UUID, now: dt.datetime) -> list[PeriodLimit]:
-        """Every period's limit, pending change and use at ``now``, day, week, month."""
+    async def view(self, user_id: uuid.UUID, now: dt.datetime | None = None) -> list[PeriodLimit]:
+        """Every period's limit, pending change and use at ``now`` (by default the database's),
+        day, week, month."""
+        if now is None:
+            now = await database_now(self._session)
         rows = await _rows(self._session, user_id)
         used = await used_cents(self._session, user_id, now)
         return [self._of(period, rows.get(period), used[period], now) for period in PERIOD_WINDOWS]
@@ -197,15 +213,18 @@ class EntryLimits:
         user_id: uuid.UUID,
         period: str,
         cents: int | None,
-        now: dt.datetime,
         cooling_off: dt.timedelta,
+        now: dt.datetime | None = None,
     ) -> PeriodLimit:
         """Ask for ``cents`` (None: no limit) as the player's ``period`` limit: at once when it
         tightens the limit in force (or keeps it), after ``cooling_off`` when it loosens it;
-        any pending change of the period is replaced.  Recorded as a kept change.
+        any pending change of the period is replaced.  Recorded as a kept change, asked at
+        ``now`` (by default the database's: the start of the transaction).
         ``unknown_period`` (404)."""
         require_period(period)
         await lock_player_limits(self._session, user_id)
+        if now is None:
+            now = await database_now(self._session)
         row = (await _rows(self._session, user_id, fresh=True)).get(period)
         if row is None:
             row = EntryLimit(user_id=user_id, period=period, limit_cents=None)

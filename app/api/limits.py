@@ -22,7 +22,6 @@ from app.accounts.schemas import (
 from app.api.deps import DbSession
 from app.api.strict import strict_body
 from app.compliance.access import audit_compliance_read
-from app.db.base import utcnow
 
 __all__ = ("EntryLimitsController", "UserEntryLimitsController")
 
@@ -39,7 +38,7 @@ class EntryLimitsController(Controller):
         """Each period's limit in force, a loosening waiting for its cooling-off, what you paid
         in entries within the window (refunds aside) and what remains."""
         user_id = principal_of(request).user_id
-        limits = await EntryLimits(db_session).view(user_id, utcnow())
+        limits = await EntryLimits(db_session).view(user_id)  # at the database's now()
         return EntryLimitsRead(user_id=user_id, limits=[EntryLimitRead.of(s) for s in limits])
 
     @put("/{period:str}", operation_id="setMyEntryLimit", status_code=HTTP_200_OK)
@@ -58,7 +57,7 @@ class EntryLimitsController(Controller):
         data = await strict_body(request, EntryLimitRequest)  # "500" is not an amount
         cooling_off = dt.timedelta(seconds=request.app.state.settings.limit_cooling_off_s)
         state = await EntryLimits(db_session).change(
-            principal_of(request).user_id, period, data.cents, utcnow(), cooling_off
+            principal_of(request).user_id, period, data.cents, cooling_off
         )
         await db_session.commit()
         return EntryLimitRead.of(state)
@@ -81,7 +80,7 @@ class UserEntryLimitsController(Controller):
         (a compliance read is recorded in the access log)."""
         service = EntryLimits(db_session)
         changes = await service.history(user_id)
-        limits = await service.view(user_id, utcnow())
+        limits = await service.view(user_id)
         await audit_compliance_read(
             db_session,
             principal_of(request),

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, func, select
 from sqlalchemy.orm import DeclarativeBase
 
-__all__ = ("NAMING_CONVENTION", "GameBase", "utcnow")
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+__all__ = ("NAMING_CONVENTION", "GameBase", "database_now", "utcnow")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -26,5 +30,15 @@ class GameBase(DeclarativeBase):
 
 
 def utcnow() -> dt.datetime:
-    """The current time, timezone-aware, in UTC (the service's only clock source)."""
+    """The current time, timezone-aware, in UTC (the worker's clock: the service's clock
+    source but where one moment must be the same for every worker, :func:`database_now`)."""
     return dt.datetime.now(dt.UTC)
+
+
+async def database_now(session: AsyncSession) -> dt.datetime:
+    """The database's ``now()``: the start of the session's transaction (starting it), the same
+    for every statement of it and for every worker whatever its clock; a column defaulting to
+    ``now()`` in that transaction gets exactly this value (``game.seats.seated_at``: the entry
+    limits, ``app.accounts.limits``)."""
+    moment: dt.datetime = (await session.execute(select(func.now()))).scalar_one()
+    return moment.astimezone(dt.UTC)

@@ -4,8 +4,9 @@ Rounds, round logs and round results are insert-only (database triggers refuse U
 and DELETE): a committed round is never changed in place.  The ``tables`` row holds the
 live state of a running match (a cache of the log, rebuilt by replay) and is updated by
 every action; its game, options, seat count, entry, currency, fee snapshot, creator and
-creation time, and a seat's table, owner, chair and seating time, never change (triggers of
-migration ``game_0008``); a seat's match seat, transfers and leaving time are written once.
+creation time, and a seat's table, owner, chair, seating time and entry, never change (triggers
+of migrations ``game_0008`` and ``game_0022``); a seat's match seat, transfers and leaving time
+are written once.
 """
 
 from __future__ import annotations
@@ -120,8 +121,16 @@ class Seat(GameBase):
             unique=True,
             postgresql_where=text("left_at IS NULL"),
         ),
-        # a player's entries within a window (``app.accounts.limits``)
-        Index("ix_seats_user_id_seated_at", "user_id", "seated_at"),
+        CheckConstraint("entry_cents >= 0", name="entry_cents"),
+        # a player's paid, unrefunded entries within a window, read from this index alone
+        # (``app.accounts.limits.used_cents``; migration ``game_0022``)
+        Index(
+            "ix_seats_paid_by_user",
+            "user_id",
+            "seated_at",
+            postgresql_include=["entry_cents"],
+            postgresql_where=text("entry_transfer_id IS NOT NULL AND refund_transfer_id IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
@@ -131,9 +140,16 @@ class Seat(GameBase):
     """Chair around the table (0-based); seat order in the match follows it."""
     engine_seat: Mapped[int | None] = mapped_column(Integer)
     """The player's index in the match, assigned at the start."""
+    entry_cents: Mapped[int] = mapped_column(BigInteger)
+    """The entry the seat paid: its table's (0 at a free table), fixed once inserted (a trigger
+    refuses another value, ``game_0022``); what the entry limits sum."""
     entry_transfer_id: Mapped[str | None] = mapped_column(String(128))
     refund_transfer_id: Mapped[str | None] = mapped_column(String(128))
-    seated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seated_at: Mapped[dt.datetime] = mapped_column(
+        DateTime(timezone=True), server_default=text("now()")
+    )
+    """The database's ``now()`` of the seat's transaction (never a worker's clock): the moment
+    the entry limits date the entry by, read by their check in the same transaction."""
     left_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 

@@ -164,10 +164,16 @@ class TableService:
             raise ConflictError("The table is full.", code="table_full")
         self._require_open(table)
         self._require_fill_time(table)
-        await require_within_limits(self._session, principal.user_id, table.entry_cents, utcnow())
+        # the check's window ends at the database's now(), the seat's seating time below
+        await require_within_limits(self._session, principal.user_id, table.entry_cents)
         taken = {seat.position for seat in seats}
         position = next(index for index in range(table.seat_count) if index not in taken)
-        seat = Seat(table_id=table.id, user_id=principal.user_id, position=position)
+        seat = Seat(
+            table_id=table.id,
+            user_id=principal.user_id,
+            position=position,
+            entry_cents=table.entry_cents,
+        )
         self._session.add(seat)
         await self._session.flush()
         if table.entry_cents > 0:

@@ -83,9 +83,10 @@ FROM (SELECT t, now() - interval '10 years' + t * ({span_s} / {tables}.0) * inte
              - interval '1 hour' AS ts
       FROM generate_series(1, {tables}) t) s;
 
-INSERT INTO game.seats (table_id, user_id, position, engine_seat, entry_transfer_id, seated_at)
+INSERT INTO game.seats (table_id, user_id, position, engine_seat, entry_cents, entry_transfer_id,
+                        seated_at)
 SELECT uuid_generate_v5('{table_ns}', t::text),
-       uuid_generate_v5('{user_ns}', pg_temp.player(t, k)::text), k, k,
+       uuid_generate_v5('{user_ns}', pg_temp.player(t, k)::text), k, k, 500,
        'entry:' || t || ':' || k, now()
 FROM generate_series(1, {tables}) t, generate_series(0, 3) k;
 

@@ -443,6 +443,7 @@ REFUSED = [
     "UPDATE game.seats SET user_id = gen_random_uuid()",
     "UPDATE game.seats SET table_id = gen_random_uuid()",
     "UPDATE game.seats SET position = 0",
+    "UPDATE game.seats SET entry_cents = 0",  # what the limits sum (game_0022)
     "UPDATE game.users SET role = 'operator'",
     "UPDATE game.account_suspensions SET action = 'reinstate'",
     "UPDATE game.entry_limit_changes SET cents = NULL",

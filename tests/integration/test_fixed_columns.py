@@ -33,7 +33,7 @@ FIXED = {
         "creator_id",
         "created_at",
     ),
-    "seats": ("id", "table_id", "user_id", "position", "seated_at"),
+    "seats": ("id", "table_id", "user_id", "position", "seated_at", "entry_cents"),
     "users": ("id", "created_at"),
     "access_tokens": ("id", "token_sha256", "user_id", "created_at"),
     "presence": ("table_id", "user_id"),

@@ -89,3 +89,89 @@ async def test_autogenerate_never_proposes_dropping_tables_it_does_not_own(empty
     finally:
         await connection.close()
     assert await _diff(make_url(empty_database)) == []
+
+
+async def test_game_0022_gives_each_seat_its_table_entry_and_downgrades(empty_database):
+    """The seats a database holds before ``game_0022`` get their table's entry (paid, refunded,
+    free alike), then NOT NULL; the old index gives way to the partial one the limits read;
+    the downgrade takes it all back and the upgrade redoes it."""
+    from alembic import command
+
+    url = empty_database
+    config = alembic_config(url)
+    await anyio.to_thread.run_sync(upgrade, url)
+    await anyio.to_thread.run_sync(command.downgrade, config, "game_0021")
+    entries = {"a": 300, "b": 700, "c": 0}
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute("SET session_replication_role = replica")  # no FK rows
+        user = await connection.fetchval(
+            "INSERT INTO game.users (id, username, password_hash, role, created_at) "
+            "VALUES (gen_random_uuid(), 'old', 'x', 'player', now()) RETURNING id"
+        )
+        tables = {}
+        for name, cents in entries.items():
+            tables[name] = await connection.fetchval(
+                "INSERT INTO game.tables (id, game, preset, options, seat_count, entry_cents, "
+                "currency, fee_bps, fee_rate_id, creator_id, status, fill_deadline_at, "
+                "abandon_after_s, created_at, step, round_number, last_events) VALUES "
+                "(gen_random_uuid(), 'cacheta', 'p', '{}', 2, $1, 'BRL', 0, 1, $2, 'open', "
+                "now(), 60, now(), 0, 0, '[]') RETURNING id",
+                cents,
+                user,
+            )
+        for name, refund in (("a", None), ("b", "refund:b"), ("c", None)):
+            await connection.execute(
+                "INSERT INTO game.seats (table_id, user_id, position, entry_transfer_id, "
+                "refund_transfer_id, seated_at) VALUES ($1, $2, 0, $3, $4, now())",
+                tables[name],
+                user,
+                None if name == "c" else f"entry:{name}",
+                refund,
+            )
+    finally:
+        await connection.close()
+
+    async def seats() -> dict[str, object]:
+        connection = await asyncpg.connect(url)
+        try:
+            columns = {
+                row[0]: row[1]
+                for row in await connection.fetch(
+                    "SELECT column_name::text, is_nullable::text FROM information_schema.columns "
+                    "WHERE table_schema = 'game' AND table_name = 'seats'"
+                )
+            }
+            indexes = {
+                row[0]
+                for row in await connection.fetch(
+                    "SELECT indexname::text FROM pg_indexes WHERE schemaname = 'game' "
+                    "AND tablename = 'seats' AND indexname LIKE 'ix_seats_%'"
+                )
+            }
+            entry = {}
+            if "entry_cents" in columns:
+                entry = {
+                    row["table_id"]: row["entry_cents"]
+                    for row in await connection.fetch("SELECT * FROM game.seats")
+                }
+            return {"nullable": columns.get("entry_cents"), "indexes": indexes, "entry": entry}
+        finally:
+            await connection.close()
+
+    before = {"nullable": None, "entry": {}}
+    old_indexes = {"ix_seats_table_id", "ix_seats_user_id", "ix_seats_user_id_seated_at"}
+    new_indexes = {"ix_seats_table_id", "ix_seats_user_id", "ix_seats_paid_by_user"}
+    assert await seats() == {**before, "indexes": old_indexes}
+    after = {
+        "nullable": "NO",
+        "indexes": new_indexes,
+        "entry": {tables[name]: cents for name, cents in entries.items()},
+    }
+    await anyio.to_thread.run_sync(upgrade, url)
+    assert await seats() == after
+    await anyio.to_thread.run_sync(command.downgrade, config, "game_0021")
+    assert await seats() == {**before, "indexes": old_indexes}
+    await anyio.to_thread.run_sync(upgrade, url)
+    assert await seats() == after
+    assert await _diff(make_url(url)) == []

@@ -199,7 +199,7 @@ async def _changes_replay(
         now += rng.choice(steps)
         period = rng.choice(list(PERIOD_WINDOWS))
         async with database.session() as session:
-            await EntryLimits(session).change(user_id, period, rng.choice(values), now, cooling_off)
+            await EntryLimits(session).change(user_id, period, rng.choice(values), cooling_off, now)
             await session.commit()
         for at in (now, now + cooling_off - dt.timedelta(microseconds=1), now + cooling_off):
             async with database.session() as session:

@@ -5,11 +5,13 @@ kept and shown to staff."""
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import uuid
 
 import asyncpg
 import pytest
 
+from app.db import base
 from tests.conftest import make_settings
 from tests.helpers import assert_error, auth, create_user, login
 from tests.integration.tables.helpers import balance, create_table, operator, player
@@ -358,3 +360,152 @@ async def test_the_kept_changes_are_refused_an_update_or_a_delete_even_by_their_
                 await owner.execute(statement)
     finally:
         await owner.close()
+
+
+async def test_the_used_amount_is_the_entry_each_seat_recorded(client, settings):
+    # A seat records its table's entry when it is taken (game_0022) and the limits sum that,
+    # not the table's: a seat whose record differs (written here with the triggers off, as
+    # only a superuser can) counts for what it recorded.
+    op = await operator(client, settings)
+    ivo_id, ivo = await player(client, settings, "ivo", 10_000, op)
+    await _set(client, ivo, "day", 1_000)
+    tables = [await create_table(client, op, entry_cents=cents) for cents in (600, 750, 1)]
+    await seat(client, ivo, tables[0]["id"])
+    rows = await sql(
+        settings,
+        "SELECT s.entry_cents, t.entry_cents FROM game.seats s JOIN game.tables t "
+        "ON t.id = s.table_id WHERE s.user_id = :user",
+        user=uuid.UUID(ivo_id),
+    )
+    assert [tuple(row) for row in rows] == [(600, 600)]
+    await _superuser(
+        settings, ("UPDATE game.seats SET entry_cents = 250 WHERE user_id = $1", ivo_id)
+    )
+    assert (await _limits(client, ivo))["day"]["used_cents"] == 250
+    await seat(client, ivo, tables[1]["id"])  # 250 + 750 = 1,000: within the limit
+    refused = await client.post(f"/tables/{tables[2]['id']}/seat", headers=auth(ivo))
+    assert assert_error(refused, 409, "entry_limit_reached")["details"]["used_cents"] == 1_000
+
+
+async def test_a_seat_pays_its_table_entry_and_keeps_it(client, settings):
+    # Nobody, the owner included, inserts a seat with another entry than its table's, nor
+    # changes a seat's entry afterwards; an insert leaving it out (a release older than
+    # game_0022, during a rolling deploy) gets the table's.
+    op = await operator(client, settings)
+    jon_id, jon = await player(client, settings, "jon", 10_000, op)
+    table = await create_table(client, op, entry_cents=400, seat_count=3)
+    await seat(client, jon, table["id"])
+    kim_id, _ = await player(client, settings, "kim", 0, op)
+    owner = await asyncpg.connect(settings.database_url)
+    try:
+        insert = (
+            "INSERT INTO game.seats (table_id, user_id, position{}) VALUES ($1, $2, 1{}) "
+            "RETURNING entry_cents, seated_at, now() AS now"
+        )
+        for cents in (0, 399, 401):
+            with pytest.raises(asyncpg.RaiseError, match=r"pays its entry \(400 cents\)"):
+                await owner.fetchrow(
+                    insert.format(", entry_cents", ", $3"),
+                    uuid.UUID(table["id"]),
+                    uuid.UUID(kim_id),
+                    cents,
+                )
+        row = await owner.fetchrow(insert.format("", ""), uuid.UUID(table["id"]), uuid.UUID(kim_id))
+        # the entry is the table's, the seating time the database's now()
+        assert (row["entry_cents"], row["seated_at"]) == (400, row["now"])
+        for change in ("entry_cents + 1", "0", "entry_cents * 2"):
+            with pytest.raises(asyncpg.RaiseError, match=r"the entry_cents of seat .+ cannot"):
+                await owner.execute(
+                    f"UPDATE game.seats SET entry_cents = {change} WHERE user_id = $1",
+                    uuid.UUID(jon_id),
+                )
+        assert await owner.fetchval(
+            "SELECT array_agg(entry_cents ORDER BY position) FROM game.seats WHERE table_id = $1",
+            uuid.UUID(table["id"]),
+        ) == [400, 400]
+    finally:
+        await owner.close()
+
+
+def _worker_clock_off(monkeypatch, offset: dt.timedelta) -> None:
+    """As if this worker's clock were ``offset`` off: every module of the service reading
+    ``utcnow`` reads it shifted (the database's clock is the right one)."""
+    real = base.utcnow
+
+    def skewed() -> dt.datetime:
+        return real() + offset
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
+            monkeypatch.setattr(module, "utcnow", skewed)
+
+
+async def test_a_worker_whose_clock_is_late_neither_dates_a_seat_nor_moves_the_window(
+    client, settings, monkeypatch
+):
+    # Two workers: a seat taken on one whose clock is two days late still counts for the
+    # day on the other (its seating time is the database's); the late worker's check sees it
+    # too.  With the workers' clocks, the seat would be dated two days back and a second
+    # entry would pass the day's limit.
+    op = await operator(client, settings)
+    lea_id, lea = await player(client, settings, "lea", 10_000, op)
+    await _set(client, lea, "day", 1_000)
+    tables = [await create_table(client, op, entry_cents=600) for _ in range(3)]
+    with monkeypatch.context() as late:
+        _worker_clock_off(late, -dt.timedelta(days=2))
+        await seat(client, lea, tables[0]["id"])
+        assert_error(
+            await client.post(f"/tables/{tables[1]['id']}/seat", headers=auth(lea)),
+            409,
+            "entry_limit_reached",
+        )
+    rows = await sql(
+        settings,
+        "SELECT now() - seated_at FROM game.seats WHERE user_id = :user",
+        user=uuid.UUID(lea_id),
+    )
+    assert dt.timedelta(0) <= rows[0][0] < dt.timedelta(minutes=1)
+    refused = await client.post(f"/tables/{tables[2]['id']}/seat", headers=auth(lea))
+    assert assert_error(refused, 409, "entry_limit_reached")["details"]["used_cents"] == 600
+
+
+async def test_a_worker_whose_clock_is_early_reads_and_changes_the_limits_at_the_database_time(
+    client, settings, monkeypatch
+):
+    # A seat 23.5 hours old still counts for the day on a worker 1 hour ahead, whose check
+    # refuses the next entry; a loosening asked there applies a cooling-off after the
+    # database's now, not after the worker's.
+    op = await operator(client, settings)
+    mia_id, mia = await player(client, settings, "mia", 10_000, op)
+    await _set(client, mia, "day", 1_000)
+    tables = [
+        await create_table(client, op, entry_cents=600, fill_deadline_s=86_400) for _ in range(2)
+    ]
+    await seat(client, mia, tables[0]["id"])
+    await _superuser(
+        settings,
+        (
+            "UPDATE game.seats SET seated_at = seated_at - interval '23 hours 30 minutes' "
+            "WHERE user_id = $1",
+            mia_id,
+        ),
+    )
+    with monkeypatch.context() as early:
+        _worker_clock_off(early, dt.timedelta(hours=1))
+        assert (await _limits(client, mia))["day"]["used_cents"] == 600
+        assert_error(
+            await client.post(f"/tables/{tables[1]['id']}/seat", headers=auth(mia)),
+            409,
+            "entry_limit_reached",
+        )
+        raised = await _set(client, mia, "day", 2_000)
+    rows = await sql(
+        settings,
+        "SELECT requested_at, applies_at, now() FROM game.entry_limit_changes "
+        "WHERE user_id = :user ORDER BY id",
+        user=uuid.UUID(mia_id),
+    )
+    requested, applies, now = rows[-1]
+    assert dt.timedelta(0) <= now - requested < dt.timedelta(minutes=1)
+    assert applies - requested == dt.timedelta(seconds=COOLING_OFF_S)
+    assert dt.datetime.fromisoformat(raised["pending"]["applies_at"]) == applies
