@@ -246,7 +246,12 @@ class PaymentWebhookController(Controller):
         responses={
             401: ResponseSpec(
                 data_container=ErrorBody,
-                description=f"Missing or wrong {SIGNATURE_HEADER} (code invalid_signature)",
+                description=(
+                    f"{SIGNATURE_HEADER} missing or signing nothing with an accepted secret "
+                    "(code invalid_signature), not t=<unix seconds>,sha256=<hex>[,...] "
+                    "(malformed_signature), or dated beyond the tolerance of the server's "
+                    "clock (stale_signature)"
+                ),
                 generate_examples=False,
             )
         },
@@ -261,14 +266,22 @@ class PaymentWebhookController(Controller):
             str | None,
             HeaderParameter(
                 name=SIGNATURE_HEADER,
-                description="sha256=<hex HMAC-SHA256 of the raw body with the shared secret>",
+                description=(
+                    "t=<unix seconds>,sha256=<hex HMAC-SHA256 of t, '.' and the raw body with "
+                    "the shared secret>; several sha256= while the provider rotates its secret"
+                ),
             ),
         ] = None,
     ) -> PaymentEventResult:
-        """Apply a provider event once: 401 without a valid signature, 400 for a malformed
-        body, 200 with the original result when the event id was already applied."""
+        """Apply a provider event once: 401 without a valid, fresh signature, 400 for a
+        malformed body, 200 with the original result when the event id was already applied."""
         del data  # documented for OpenAPI; decoded strictly below
-        verify_signature(settings.payment_webhook_secret, await request.body(), signature)
+        verify_signature(
+            settings.payment_webhook_secrets,
+            await request.body(),
+            signature,
+            tolerance_s=settings.payment_webhook_tolerance_s,
+        )
         event = await strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
 
