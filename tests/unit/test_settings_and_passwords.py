@@ -42,7 +42,14 @@ def test_production_refuses_an_empty_webhook_secret():
 
 @pytest.mark.parametrize(
     "secret",
-    ["x", "s3cret", "  " + "k" * 23 + "  ", "w" * 23, "REPLACE_WITH_PROVIDER_SECRET"],
+    [
+        "x",
+        "s3cret",
+        "  " + "k" * 23 + "  ",
+        "w" * 23,
+        "REPLACE_WITH_PROVIDER_SECRET",
+        " development-only-webhook-secret ",  # the key is stripped: the development one
+    ],
 )
 def test_production_refuses_a_guessable_webhook_secret(secret):
     # A short HMAC key can be found by trying keys against one signed event; the deployment

@@ -146,6 +146,7 @@ DIGEST = "a" * 64
         "t=" + "\u0661" * 10 + f",sha256={DIGEST}",  # Arabic-Indic digits: int() takes them
         f"t=1234567890123,sha256={DIGEST}",  # 13 digits
         f"t={T},v1={DIGEST}",  # another scheme
+        f"t={T},sha256={DIGEST},v0={DIGEST}",  # an unknown item beside a signature
         f"T={T},sha256={DIGEST}",
         f"t={T},sha256={DIGEST},",  # a trailing comma
         f"t={T};sha256={DIGEST}",
@@ -156,6 +157,10 @@ DIGEST = "a" * 64
 )
 def test_a_malformed_header_is_refused_as_such(header):
     assert refusal(header) == "malformed_signature"
+
+
+def test_an_unknown_item_is_refused_even_beside_a_right_signature():
+    assert refusal(sign(CURRENT, BODY, T) + ",kid=2026") == "malformed_signature"
 
 
 def test_the_most_signatures_one_header_may_carry():
