@@ -16,6 +16,7 @@ from app.api.deps import AppSettings, DbSession
 from app.api.openapi import ErrorBody
 from app.api.strict import strict_body
 from app.compliance.access import audit_compliance_read
+from app.config import Settings
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AccountRead,
@@ -232,6 +233,18 @@ class AdminAccountsController(Controller):
         return statement
 
 
+async def _verify_webhook_signature(request: Request[Any, Any, Any]) -> None:
+    """Refuse an unsigned, malformed or stale signature (401) before anything reads the body:
+    a stranger's request is refused as such, never told what its body lacks."""
+    settings: Settings = request.app.state.settings
+    verify_signature(
+        settings.payment_webhook_secrets,
+        await request.body(),
+        request.headers.get(SIGNATURE_HEADER),
+        tolerance_s=settings.payment_webhook_tolerance_s,
+    )
+
+
 class PaymentWebhookController(Controller):
     """The payment provider notifies money received (signed, idempotent by event id)."""
 
@@ -243,6 +256,7 @@ class PaymentWebhookController(Controller):
         "/webhook",
         operation_id="paymentWebhook",
         status_code=HTTP_200_OK,
+        before_request=_verify_webhook_signature,
         responses={
             401: ResponseSpec(
                 data_container=ErrorBody,
@@ -273,15 +287,10 @@ class PaymentWebhookController(Controller):
             ),
         ] = None,
     ) -> PaymentEventResult:
-        """Apply a provider event once: 401 without a valid, fresh signature, 400 for a
-        malformed body, 200 with the original result when the event id was already applied."""
-        del data  # documented for OpenAPI; decoded strictly below
-        verify_signature(
-            settings.payment_webhook_secrets,
-            await request.body(),
-            signature,
-            tolerance_s=settings.payment_webhook_tolerance_s,
-        )
+        """Apply a provider event once: 401 without a valid, fresh signature (checked first,
+        by ``_verify_webhook_signature``), 400 for a malformed body, 200 with the original
+        result when the event id was already applied."""
+        del data, signature  # documented for OpenAPI; verified before, decoded strictly below
         event = await strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
 

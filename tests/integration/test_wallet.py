@@ -280,6 +280,13 @@ async def test_the_webhook_refuses_missing_wrong_and_stale_signatures(client, se
     good = event(people, event_id="evt_2")
     body = json.dumps(good).encode()
     assert_error(await post_event(client, settings, good, signature=None), 401, "invalid_signature")
+    # The signature is checked before the body is read: a stranger learns nothing of its shape.
+    for raw in (b"{not json", b'{"event_id": 5}'):
+        assert_error(
+            await post_event(client, settings, good, signature=None, raw=raw),
+            401,
+            "invalid_signature",
+        )
     assert_error(
         await post_event(
             client, settings, good, signature=f"t={int(time.time())},sha256=" + "0" * 64
