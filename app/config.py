@@ -87,6 +87,27 @@ def _database_url_problem(url: str) -> str | None:
     return None
 
 
+def _listed(secrets: str) -> tuple[str, ...]:
+    """The entries of a comma-separated list of secrets, stripped, empty ones left out."""
+    return tuple(entry.strip() for entry in secrets.split(",") if entry.strip())
+
+
+def _webhook_secret_problem(secret: str) -> str | None:
+    """Why production refuses ``secret`` as a webhook secret (never quoting it), or ``None``."""
+    if secret.strip() == DEV_PAYMENT_WEBHOOK_SECRET:
+        return "still has its development value"
+    if not secret.strip():
+        return "is empty (anybody could sign events)"
+    if "REPLACE_WITH" in secret:
+        return "is the placeholder of ops/deploy/raiz.env.example"
+    if len(secret.strip()) < MIN_WEBHOOK_SECRET_LENGTH:
+        return (
+            f"is shorter than {MIN_WEBHOOK_SECRET_LENGTH} characters (a short key can be found "
+            "by trying keys against one signed event)"
+        )
+    return None
+
+
 _DEV_KEYS = _key_material(DEV_SEED_KEYRING) | _key_material(DEV_SIGNING_KEYRING)
 """The development keys' material, public in the repository whatever id they are given."""
 
@@ -161,7 +182,13 @@ class Settings(BaseSettings):
     signing_active_key_id: str | None = None
     """Key id used for new signatures; defaults to the first key of the keyring."""
     payment_webhook_secret: str = DEV_PAYMENT_WEBHOOK_SECRET
-    """Shared secret of the payment provider's webhook signatures."""
+    """Shared secret of the payment provider's webhook signatures (``app.wallet.webhook``)."""
+    payment_webhook_previous_secrets: str = ""
+    """Earlier webhook secrets still accepted during a rotation, comma-separated (none by
+    default); remove each once the provider signs with the new secret only."""
+    payment_webhook_tolerance_s: int = Field(default=300, ge=1, le=3600)
+    """A webhook signature's timestamp may be this many seconds away from the server's clock,
+    either way (inclusive); beyond it the delivery is refused as ``stale_signature``."""
 
     max_open_tables_per_player: int = Field(default=10, ge=1, le=1_000)
     """Tables a player may have created that still wait for players (operators are not
@@ -257,19 +284,19 @@ class Settings(BaseSettings):
             problems.append("RAIZ_SIGNING_KEYRING still has its development value")
         elif _key_material(self.signing_keyring) & _DEV_KEYS:
             problems.append("RAIZ_SIGNING_KEYRING holds a development key")
-        if self.payment_webhook_secret == DEV_PAYMENT_WEBHOOK_SECRET:
-            problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET still has its development value")
-        elif not self.payment_webhook_secret.strip():
-            problems.append("RAIZ_PAYMENT_WEBHOOK_SECRET is empty (anybody could sign events)")
-        elif "REPLACE_WITH" in self.payment_webhook_secret:
+        # Every accepted webhook secret signs deposits: a previous one as much as the current.
+        current = _webhook_secret_problem(self.payment_webhook_secret)
+        if current is not None:
+            problems.append(f"RAIZ_PAYMENT_WEBHOOK_SECRET {current}")
+        elif "," in self.payment_webhook_secret:
             problems.append(
-                "RAIZ_PAYMENT_WEBHOOK_SECRET is the placeholder of ops/deploy/raiz.env.example"
+                "RAIZ_PAYMENT_WEBHOOK_SECRET contains a comma (it could not be listed in "
+                "RAIZ_PAYMENT_WEBHOOK_PREVIOUS_SECRETS at the next rotation)"
             )
-        elif len(self.payment_webhook_secret.strip()) < (shortest := MIN_WEBHOOK_SECRET_LENGTH):
-            problems.append(
-                f"RAIZ_PAYMENT_WEBHOOK_SECRET is shorter than {shortest} characters (a short key "
-                "can be found by trying keys against one signed event)"
-            )
+        for position, previous in enumerate(_listed(self.payment_webhook_previous_secrets), 1):
+            problem = _webhook_secret_problem(previous)
+            if problem is not None:
+                problems.append(f"RAIZ_PAYMENT_WEBHOOK_PREVIOUS_SECRETS entry {position} {problem}")
         if self.allow_fixed_decks:
             problems.append("RAIZ_ALLOW_FIXED_DECKS is a test-only switch")
         if self.allow_timer_overrides:
@@ -295,6 +322,15 @@ class Settings(BaseSettings):
         if problems:
             raise ConfigurationError("refusing to start in production: " + "; ".join(problems))
         return self
+
+    @property
+    def payment_webhook_secrets(self) -> tuple[str, ...]:
+        """Every webhook secret accepted: the current one, then the previous ones (each
+        stripped of surrounding spaces; empty list entries are ignored)."""
+        return (
+            self.payment_webhook_secret.strip(),
+            *_listed(self.payment_webhook_previous_secrets),
+        )
 
     @property
     def embedded_pg_dir(self) -> Path:

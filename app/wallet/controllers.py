@@ -16,6 +16,7 @@ from app.api.deps import AppSettings, DbSession
 from app.api.openapi import ErrorBody
 from app.api.strict import strict_body
 from app.compliance.access import audit_compliance_read
+from app.config import Settings
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AccountRead,
@@ -232,6 +233,18 @@ class AdminAccountsController(Controller):
         return statement
 
 
+async def _verify_webhook_signature(request: Request[Any, Any, Any]) -> None:
+    """Refuse an unsigned, malformed or stale signature (401) before anything reads the body:
+    a stranger's request is refused as such, never told what its body lacks."""
+    settings: Settings = request.app.state.settings
+    verify_signature(
+        settings.payment_webhook_secrets,
+        await request.body(),
+        request.headers.get(SIGNATURE_HEADER),
+        tolerance_s=settings.payment_webhook_tolerance_s,
+    )
+
+
 class PaymentWebhookController(Controller):
     """The payment provider notifies money received (signed, idempotent by event id)."""
 
@@ -243,10 +256,16 @@ class PaymentWebhookController(Controller):
         "/webhook",
         operation_id="paymentWebhook",
         status_code=HTTP_200_OK,
+        before_request=_verify_webhook_signature,
         responses={
             401: ResponseSpec(
                 data_container=ErrorBody,
-                description=f"Missing or wrong {SIGNATURE_HEADER} (code invalid_signature)",
+                description=(
+                    f"{SIGNATURE_HEADER} missing or signing nothing with an accepted secret "
+                    "(code invalid_signature), not t=<unix seconds>,sha256=<hex>[,...] "
+                    "(malformed_signature), or dated beyond the tolerance of the server's "
+                    "clock (stale_signature)"
+                ),
                 generate_examples=False,
             )
         },
@@ -261,14 +280,17 @@ class PaymentWebhookController(Controller):
             str | None,
             HeaderParameter(
                 name=SIGNATURE_HEADER,
-                description="sha256=<hex HMAC-SHA256 of the raw body with the shared secret>",
+                description=(
+                    "t=<unix seconds>,sha256=<hex HMAC-SHA256 of t, '.' and the raw body with "
+                    "the shared secret>; several sha256= while the provider rotates its secret"
+                ),
             ),
         ] = None,
     ) -> PaymentEventResult:
-        """Apply a provider event once: 401 without a valid signature, 400 for a malformed
-        body, 200 with the original result when the event id was already applied."""
-        del data  # documented for OpenAPI; decoded strictly below
-        verify_signature(settings.payment_webhook_secret, await request.body(), signature)
+        """Apply a provider event once: 401 without a valid, fresh signature (checked first,
+        by ``_verify_webhook_signature``), 400 for a malformed body, 200 with the original
+        result when the event id was already applied."""
+        del data, signature  # documented for OpenAPI; verified before, decoded strictly below
         event = await strict_body(request, PaymentEvent)
         return await WalletService(db_session, settings).apply_payment_event(event)
 

@@ -1,36 +1,151 @@
-"""Signature of the payment provider's webhook: ``X-Raiz-Signature: sha256=<hex>``."""
+"""Signature of the payment provider's webhook.
+
+The provider sends ``X-Raiz-Signature: t=<unix seconds>,sha256=<hex>[,sha256=<hex>...]``:
+``t`` is when it signed, each ``sha256`` the hex HMAC-SHA256, with one of its secrets, of the
+ASCII decimal ``t``, a ``.`` and the raw request body (docs/ledger.md, "The webhook's
+signature").  The service accepts the header when any listed signature matches any of its
+secrets (the current one and those still accepted during a rotation) and ``t`` is within the
+tolerance of its clock; the old untimestamped ``sha256=<hex>`` alone is refused.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from app.errors import AuthenticationError
 
-__all__ = ("SIGNATURE_HEADER", "SIGNATURE_PREFIX", "sign", "verify_signature")
+__all__ = (
+    "MAX_SIGNATURES",
+    "SIGNATURE_HEADER",
+    "ParsedSignature",
+    "parse_signature_header",
+    "sign",
+    "signed_payload",
+    "verify_signature",
+)
 
 SIGNATURE_HEADER = "X-Raiz-Signature"
-"""Carries ``sha256=`` and the hex HMAC-SHA256 of the raw request body."""
-SIGNATURE_PREFIX = "sha256="
+"""Carries ``t=<unix seconds>`` and one or more ``sha256=<hex>`` signatures."""
+MAX_SIGNATURES = 8
+"""The most ``sha256=`` values one header may carry (one per secret the provider signs with
+during its own rotation); more is refused as malformed."""
+_FORMAT = "t=<unix seconds>,sha256=<64 hex digits>[,sha256=<64 hex digits>...]"
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_DIGEST = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def sign(secret: str, body: bytes) -> str:
-    """The header value the provider sends for ``body``."""
-    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-    return f"{SIGNATURE_PREFIX}{digest}"
+def _secrets(secrets: str | Sequence[str]) -> tuple[str, ...]:
+    # A bare string is one secret, not a sequence of one-character secrets.
+    return (secrets,) if isinstance(secrets, str) else tuple(secrets)
 
 
-def verify_signature(secret: str, body: bytes, header: str | None) -> None:
-    """Refuse (401 ``invalid_signature``) unless ``header`` signs ``body`` with ``secret``.
+def signed_payload(timestamp: int, body: bytes) -> bytes:
+    """What is signed: the ASCII decimal ``timestamp``, ``.``, then the raw body."""
+    return f"{timestamp}.".encode("ascii") + body
 
-    The comparison takes constant time, so the response time reveals nothing about how
-    much of a forged signature was right.
+
+def _digest(secret: str, timestamp: int, body: bytes) -> bytes:
+    return hmac.new(
+        secret.encode("utf-8"), signed_payload(timestamp, body), hashlib.sha256
+    ).digest()
+
+
+def sign(secrets: str | Sequence[str], body: bytes, timestamp: int | None = None) -> str:
+    """The header value the provider sends for ``body`` signed at ``timestamp`` (default: now),
+    with one ``sha256=`` per secret (several while the provider rotates its own)."""
+    t = int(time.time()) if timestamp is None else timestamp
+    signatures = ",".join(f"sha256={_digest(s, t, body).hex()}" for s in _secrets(secrets))
+    return f"t={t},{signatures}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSignature:
+    """A well-formed header: the signing time and the raw signatures it lists."""
+
+    timestamp: int
+    digests: tuple[bytes, ...]
+
+
+def _malformed(problem: str) -> AuthenticationError:
+    return AuthenticationError(
+        f"The {SIGNATURE_HEADER} header is malformed ({problem}); expected {_FORMAT}.",
+        code="malformed_signature",
+    )
+
+
+def parse_signature_header(header: str) -> ParsedSignature:
+    """Split ``t=...,sha256=...`` (401 ``malformed_signature`` unless exactly one ``t`` of
+    1-12 decimal digits and 1 to :data:`MAX_SIGNATURES` ``sha256`` of 64 hex digits, in any
+    order, with nothing else; spaces around items are ignored)."""
+    timestamps: list[int] = []
+    digests: list[bytes] = []
+    for item in header.split(","):
+        name, separator, value = item.strip().partition("=")
+        if not separator:
+            raise _malformed("each item is name=value")
+        if name == "t":
+            if not _TIMESTAMP.fullmatch(value):
+                raise _malformed("t is not a whole number of seconds")
+            timestamps.append(int(value))
+        elif name == "sha256":
+            if not _DIGEST.fullmatch(value):
+                raise _malformed("a sha256 value is not 64 hex digits")
+            digests.append(bytes.fromhex(value))
+        else:
+            raise _malformed("only t and sha256 items are allowed")
+    if len(timestamps) != 1:
+        raise _malformed("exactly one t= timestamp is required")
+    if not digests:
+        raise _malformed("no sha256= signature")
+    if len(digests) > MAX_SIGNATURES:
+        raise _malformed(f"more than {MAX_SIGNATURES} signatures")
+    return ParsedSignature(timestamps[0], tuple(digests))
+
+
+def verify_signature(
+    secrets: str | Sequence[str],
+    body: bytes,
+    header: str | None,
+    *,
+    tolerance_s: int,
+    now: float | None = None,
+) -> None:
+    """Refuse unless ``header`` signs ``body`` with one of ``secrets`` at a time within
+    ``tolerance_s`` seconds (inclusive) of ``now`` (default: the clock), in either direction.
+
+    Refusals are 401: ``invalid_signature`` (no header, or no signature matches any secret),
+    ``malformed_signature`` (:func:`parse_signature_header`) and ``stale_signature`` (a
+    matching signature whose timestamp is out of the window: a replay, or a clock off by
+    more than the tolerance).  Every listed signature is compared with every secret's, each
+    comparison in constant time and none skipped, so the response time reveals neither how
+    much of a forged signature was right nor which secret matched.
     """
-    if not header:
+    if not header or not header.strip():
         raise AuthenticationError(
             f"The {SIGNATURE_HEADER} header is required.", code="invalid_signature"
         )
-    if not hmac.compare_digest(header.strip().encode("utf-8"), sign(secret, body).encode()):
+    parsed = parse_signature_header(header)
+    matched = False
+    for secret in _secrets(secrets):
+        expected = _digest(secret, parsed.timestamp, body)
+        for given in parsed.digests:
+            matched |= hmac.compare_digest(expected, given)
+    if not matched:
         raise AuthenticationError(
             f"The {SIGNATURE_HEADER} header does not sign this body.", code="invalid_signature"
+        )
+    clock = int(time.time() if now is None else now)
+    age = clock - parsed.timestamp
+    if abs(age) > tolerance_s:
+        when = f"{age} s old" if age > 0 else f"{-age} s ahead of the server's clock"
+        raise AuthenticationError(
+            f"The {SIGNATURE_HEADER} timestamp is {when}, beyond the {tolerance_s} s "
+            "tolerance; sign each delivery when sending it.",
+            code="stale_signature",
+            details={"age_s": age, "tolerance_s": tolerance_s},
         )

@@ -3,12 +3,18 @@ Idempotency-Key, account inspection, the signed payment webhook, role guards."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import time
 import uuid
 
 import pytest
+from litestar.testing import AsyncTestClient
 
+from app.main import create_app
 from app.wallet.webhook import sign
+from tests.conftest import make_settings
 from tests.helpers import assert_error, auth, create_user, login
 
 pytestmark = pytest.mark.asyncio
@@ -214,11 +220,15 @@ async def test_operators_and_compliance_read_any_account_and_statement(client, p
     )
 
 
-async def post_event(client, settings, event: dict, signature: str | None = "sign", raw=None):
+async def post_event(
+    client, settings, event: dict, signature: str | None = "sign", raw=None, timestamp=None
+):
+    """Post ``event`` signed now (or at ``timestamp``) with the current secret, unless another
+    ``signature`` header (or ``None``: none) is given."""
     body = raw if raw is not None else json.dumps(event).encode()
     headers = {"content-type": "application/json"}
     if signature == "sign":
-        headers["X-Raiz-Signature"] = sign(settings.payment_webhook_secret, body)
+        headers["X-Raiz-Signature"] = sign(settings.payment_webhook_secret, body, timestamp)
     elif signature is not None:
         headers["X-Raiz-Signature"] = signature
     return await client.post("/payments/webhook", content=body, headers=headers)
@@ -255,14 +265,47 @@ async def test_the_webhook_applies_a_signed_event_once(client, settings, people)
     assert wallet["balance_cents"] == 5_000 and wallet["version"] == 1
 
 
+async def test_a_redelivery_signed_later_is_still_applied_once(client, settings, people):
+    # The provider signs each delivery afresh: a retry carries another timestamp and header.
+    now = int(time.time())
+    first = await post_event(client, settings, event(people), timestamp=now - 200)
+    assert first.status_code == 200 and first.json()["replayed"] is False
+    again = await post_event(client, settings, event(people), timestamp=now)
+    assert again.status_code == 200 and again.json()["replayed"] is True
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 5_000 and wallet["version"] == 1
+
+
 async def test_the_webhook_refuses_missing_wrong_and_stale_signatures(client, settings, people):
     good = event(people, event_id="evt_2")
+    body = json.dumps(good).encode()
     assert_error(await post_event(client, settings, good, signature=None), 401, "invalid_signature")
+    # The signature is checked before the body is read: a stranger learns nothing of its shape.
+    for raw in (b"{not json", b'{"event_id": 5}'):
+        assert_error(
+            await post_event(client, settings, good, signature=None, raw=raw),
+            401,
+            "invalid_signature",
+        )
     assert_error(
-        await post_event(client, settings, good, signature="sha256=" + "0" * 64),
+        await post_event(
+            client, settings, good, signature=f"t={int(time.time())},sha256=" + "0" * 64
+        ),
         401,
         "invalid_signature",
     )
+    # The former format, an untimestamped HMAC of the body, is refused as malformed.
+    body_only = hmac.new(settings.payment_webhook_secret.encode(), body, hashlib.sha256)
+    assert_error(
+        await post_event(client, settings, good, signature=f"sha256={body_only.hexdigest()}"),
+        401,
+        "malformed_signature",
+    )
+    # A right signature dated beyond the tolerance either way: a replay, or a skewed clock.
+    tolerance = settings.payment_webhook_tolerance_s
+    for offset in (-tolerance - 60, tolerance + 60):
+        stale = await post_event(client, settings, good, timestamp=int(time.time()) + offset)
+        assert_error(stale, 401, "stale_signature")
     assert_error(
         await post_event(client, settings, good, signature=sign("another-secret", b"{}")),
         401,
@@ -298,6 +341,55 @@ async def test_the_webhook_refuses_missing_wrong_and_stale_signatures(client, se
     )
     wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
     assert wallet["balance_cents"] == 0
+    # Nor was evt_2 recorded: its first valid delivery, with another amount, is a new event.
+    applied = await post_event(client, settings, event(people, event_id="evt_2", amount_cents=7))
+    assert applied.status_code == 200 and applied.json()["replayed"] is False
+
+
+async def test_a_previous_secret_is_accepted_while_listed_and_refused_once_removed(
+    database_url, people
+):
+    rotated_from = "the-secret-before-the-rotation"
+    rotating = make_settings(
+        database_url,
+        payment_webhook_secret="the-secret-after-the-rotation",
+        payment_webhook_previous_secrets=f"an-even-older-secret-kept-too, {rotated_from}",
+        run_scheduler=False,
+    )
+    rotated = make_settings(
+        database_url,
+        payment_webhook_secret="the-secret-after-the-rotation",
+        run_scheduler=False,
+    )
+    old_signed = event(people, event_id="evt_old", payment_id="pay_old")
+    new_signed = event(people, event_id="evt_new", payment_id="pay_new")
+
+    def signed(secret, body):
+        return {
+            "content-type": "application/json",
+            "X-Raiz-Signature": sign(secret, json.dumps(body).encode()),
+        }
+
+    async with AsyncTestClient(app=create_app(rotated)) as after:
+        # Once the previous secret is removed, its signatures are refused, and change nothing.
+        refused = await after.post(
+            "/payments/webhook",
+            content=json.dumps(old_signed).encode(),
+            headers=signed(rotated_from, old_signed),
+        )
+        assert_error(refused, 401, "invalid_signature")
+    async with AsyncTestClient(app=create_app(rotating)) as during:
+        for secret, body in (
+            (rotated_from, old_signed),
+            (rotating.payment_webhook_secret, new_signed),
+        ):
+            applied = await during.post(
+                "/payments/webhook", content=json.dumps(body).encode(), headers=signed(secret, body)
+            )
+            assert applied.status_code == 200, applied.text
+            assert applied.json()["replayed"] is False
+        wallet = (await during.get("/wallet", headers=auth(people["token"]["player"]))).json()
+        assert wallet["balance_cents"] == 10_000 and wallet["version"] == 2
 
 
 async def test_ledger_metrics_are_exported(client, people):

@@ -42,7 +42,14 @@ def test_production_refuses_an_empty_webhook_secret():
 
 @pytest.mark.parametrize(
     "secret",
-    ["x", "s3cret", "  " + "k" * 23 + "  ", "w" * 23, "REPLACE_WITH_PROVIDER_SECRET"],
+    [
+        "x",
+        "s3cret",
+        "  " + "k" * 23 + "  ",
+        "w" * 23,
+        "REPLACE_WITH_PROVIDER_SECRET",
+        " development-only-webhook-secret ",  # the key is stripped: the development one
+    ],
 )
 def test_production_refuses_a_guessable_webhook_secret(secret):
     # A short HMAC key can be found by trying keys against one signed event; the deployment
@@ -51,6 +58,57 @@ def test_production_refuses_a_guessable_webhook_secret(secret):
         Settings(env="production", **{**REAL, "payment_webhook_secret": secret})
     long_enough = Settings(env="production", **{**REAL, "payment_webhook_secret": "w" * 24})
     assert long_enough.payment_webhook_secret == "w" * 24
+
+
+@pytest.mark.parametrize(
+    ("previous", "entry"),
+    [
+        ("w" * 23, 1),
+        ("a-previous-secret-long-enough, tiny", 2),
+        ("development-only-webhook-secret", 1),
+        (" development-only-webhook-secret ,", 1),
+        ("a-previous-secret-long-enough,REPLACE_WITH_PROVIDER_SECRET_TOO", 2),
+    ],
+)
+def test_production_refuses_a_weak_previous_webhook_secret(previous, entry):
+    # A previous secret still accepted signs deposits as well as the current one.
+    with pytest.raises(ConfigurationError, match=f"PREVIOUS_SECRETS entry {entry} ") as refused:
+        Settings(env="production", **REAL, payment_webhook_previous_secrets=previous)
+    for secret in filter(None, (entry.strip() for entry in previous.split(","))):
+        assert secret not in str(refused.value)  # no secret is quoted in a log
+
+
+def test_production_accepts_strong_previous_webhook_secrets_and_lists_every_secret():
+    settings = Settings(
+        env="production",
+        **REAL,
+        payment_webhook_previous_secrets=" older-secret-long-enough-1 ,, older-secret-long-enough-2,",  # noqa: E501
+    )
+    assert settings.payment_webhook_secrets == (
+        "a-real-secret-from-the-vault",
+        "older-secret-long-enough-1",
+        "older-secret-long-enough-2",
+    )
+    assert Settings(env="production", **REAL).payment_webhook_secrets == (
+        "a-real-secret-from-the-vault",
+    )
+
+
+def test_production_refuses_a_comma_in_the_current_webhook_secret():
+    # At the next rotation it would be listed among the previous secrets, split in two.
+    with pytest.raises(ConfigurationError, match="contains a comma"):
+        Settings(
+            env="production", **{**REAL, "payment_webhook_secret": "a-real-secret,from-the-vault"}
+        )
+    # Outside production it is accepted as the one secret it is.
+    assert Settings(payment_webhook_secret="dev,secret").payment_webhook_secrets == ("dev,secret",)
+
+
+@pytest.mark.parametrize("tolerance", [0, -1, 3601])
+def test_the_webhook_tolerance_is_bounded(tolerance):
+    with pytest.raises(ValidationError):
+        Settings(payment_webhook_tolerance_s=tolerance)
+    assert Settings().payment_webhook_tolerance_s == 300
 
 
 def test_production_refuses_an_audit_interval_the_stalled_sweep_alert_would_page_on():
