@@ -10,6 +10,7 @@ with a bare 500.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import structlog
@@ -44,6 +45,7 @@ __all__ = (
     "ValidationFailed",
     "error_body",
     "exception_handlers",
+    "observed_exception_handlers",
     "was_load_shed",
 )
 
@@ -273,3 +275,24 @@ def exception_handlers() -> ExceptionHandlersMap:
         PoolTimeoutError: _busy,
         Exception: _internal,
     }
+
+
+def observed_exception_handlers(
+    observe: Callable[[Request[Any, Any, Any], Response[Any]], None],
+) -> ExceptionHandlersMap:
+    """:func:`exception_handlers`, each calling ``observe(request, response)`` with its answer:
+    for a route (its own ``exception_handlers``) that counts its refusals by the code the
+    client gets, whatever raised them (a ``before_request`` hook, the body's decoding, the
+    handler)."""
+
+    def observed(
+        handler: Callable[[Request[Any, Any, Any], Any], Response[Any]],
+    ) -> Callable[[Request[Any, Any, Any], Any], Response[Any]]:
+        def answer(request: Request[Any, Any, Any], exc: Any) -> Response[Any]:
+            response = handler(request, exc)
+            observe(request, response)
+            return response
+
+        return answer
+
+    return {kind: observed(handler) for kind, handler in exception_handlers().items()}

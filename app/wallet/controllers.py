@@ -17,6 +17,8 @@ from app.api.openapi import ErrorBody
 from app.api.strict import strict_body
 from app.compliance.access import audit_compliance_read
 from app.config import Settings
+from app.errors import observed_exception_handlers
+from app.wallet.metrics import count_delivery
 from app.wallet.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AccountRead,
@@ -28,7 +30,7 @@ from app.wallet.schemas import (
     WalletRead,
 )
 from app.wallet.service import WalletService
-from app.wallet.webhook import SIGNATURE_HEADER, verify_signature
+from app.wallet.webhook import SIGNATURE_HEADER, MatchedSecret, StaleSignature, verify_signature
 from ledger import AccountType
 from ledger.constants import MAX_STATEMENT_LIMIT
 
@@ -233,16 +235,38 @@ class AdminAccountsController(Controller):
         return statement
 
 
+_SIGNED_WITH_KEY = "raiz_webhook_signed_with"
+
+
+def _matched_secret(request: Request[Any, Any, Any]) -> MatchedSecret | None:
+    """Which accepted secret signed the delivery (``None`` before or without a match)."""
+    secret: MatchedSecret | None = request.scope["state"].get(_SIGNED_WITH_KEY)
+    return secret
+
+
 async def _verify_webhook_signature(request: Request[Any, Any, Any]) -> None:
     """Refuse an unsigned, malformed or stale signature (401) before anything reads the body:
-    a stranger's request is refused as such, never told what its body lacks."""
+    a stranger's request is refused as such, never told what its body lacks.  Remembers which
+    secret matched (a stale signature's too) for the delivery counter."""
     settings: Settings = request.app.state.settings
-    verify_signature(
-        settings.payment_webhook_secrets,
-        await request.body(),
-        request.headers.get(SIGNATURE_HEADER),
-        tolerance_s=settings.payment_webhook_tolerance_s,
-    )
+    try:
+        secret = verify_signature(
+            settings.payment_webhook_secrets,
+            await request.body(),
+            request.headers.get(SIGNATURE_HEADER),
+            tolerance_s=settings.payment_webhook_tolerance_s,
+        )
+    except StaleSignature as stale:
+        request.scope["state"][_SIGNED_WITH_KEY] = stale.secret
+        raise
+    request.scope["state"][_SIGNED_WITH_KEY] = secret
+
+
+def _count_refused_delivery(request: Request[Any, Any, Any], response: Response[Any]) -> None:
+    """Count a refused delivery once, by the code its answer carries (``internal_error`` for a
+    bug), whatever refused it: the signature, the body, the ledger."""
+    body = response.content if isinstance(response.content, dict) else {}
+    count_delivery(str(body.get("code", "internal_error")), _matched_secret(request))
 
 
 class PaymentWebhookController(Controller):
@@ -257,6 +281,7 @@ class PaymentWebhookController(Controller):
         operation_id="paymentWebhook",
         status_code=HTTP_200_OK,
         before_request=_verify_webhook_signature,
+        exception_handlers=observed_exception_handlers(_count_refused_delivery),
         responses={
             401: ResponseSpec(
                 data_container=ErrorBody,
@@ -289,10 +314,14 @@ class PaymentWebhookController(Controller):
     ) -> PaymentEventResult:
         """Apply a provider event once: 401 without a valid, fresh signature (checked first,
         by ``_verify_webhook_signature``), 400 for a malformed body, 200 with the original
-        result when the event id was already applied."""
+        result when the event id was already applied.  Every delivery is counted once in
+        ``raiz_payment_webhook_deliveries_total``: here when it is answered 200 (``credited``
+        or ``replayed``, after the commit), by the route's exception handlers when refused."""
         del data, signature  # documented for OpenAPI; verified before, decoded strictly below
         event = await strict_body(request, PaymentEvent)
-        return await WalletService(db_session, settings).apply_payment_event(event)
+        result = await WalletService(db_session, settings).apply_payment_event(event)
+        count_delivery("replayed" if result.replayed else "credited", _matched_secret(request))
+        return result
 
 
 def _created_or_replayed(transfer: TransferRead) -> Response[TransferRead]:

@@ -16,13 +16,16 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from app.errors import AuthenticationError
 
 __all__ = (
     "MAX_SIGNATURES",
     "SIGNATURE_HEADER",
+    "MatchedSecret",
     "ParsedSignature",
+    "StaleSignature",
     "parse_signature_header",
     "sign",
     "signed_payload",
@@ -37,6 +40,21 @@ during its own rotation); more is refused as malformed."""
 _FORMAT = "t=<unix seconds>,sha256=<64 hex digits>[,sha256=<64 hex digits>...]"
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _DIGEST = re.compile(r"[0-9a-fA-F]{64}")
+
+MatchedSecret = Literal["current", "previous"]
+"""Which accepted secret a header's signature matched: ``current`` (the first secret) when any
+of its signatures matches it, else ``previous`` (one of the others).  Never the secret itself."""
+
+
+class StaleSignature(AuthenticationError):
+    """401 ``stale_signature``: a signature matching ``secret`` but dated out of the window.
+
+    ``secret`` is for the service's own metrics, never in the response: a caller learns
+    nothing of which secret matched."""
+
+    def __init__(self, message: str, *, secret: MatchedSecret, details: dict[str, Any]) -> None:
+        super().__init__(message, code="stale_signature", details=details)
+        self.secret: MatchedSecret = secret
 
 
 def _secrets(secrets: str | Sequence[str]) -> tuple[str, ...]:
@@ -114,7 +132,7 @@ def verify_signature(
     *,
     tolerance_s: int,
     now: float | None = None,
-) -> None:
+) -> MatchedSecret:
     """Refuse unless ``header`` signs ``body`` with one of ``secrets`` at a time within
     ``tolerance_s`` seconds (inclusive) of ``now`` (default: the clock), in either direction.
 
@@ -123,29 +141,35 @@ def verify_signature(
     matching signature whose timestamp is out of the window: a replay, or a clock off by
     more than the tolerance).  Every listed signature is compared with every secret's, each
     comparison in constant time and none skipped, so the response time reveals neither how
-    much of a forged signature was right nor which secret matched.
+    much of a forged signature was right nor which secret matched.  Returns which secret
+    matched (:data:`MatchedSecret`: ``current`` whenever the first secret did), for the
+    delivery metrics; a stale signature's is on the :class:`StaleSignature` it raises.
     """
     if not header or not header.strip():
         raise AuthenticationError(
             f"The {SIGNATURE_HEADER} header is required.", code="invalid_signature"
         )
     parsed = parse_signature_header(header)
-    matched = False
+    matches = []
     for secret in _secrets(secrets):
         expected = _digest(secret, parsed.timestamp, body)
+        matched = False
         for given in parsed.digests:
             matched |= hmac.compare_digest(expected, given)
-    if not matched:
+        matches.append(matched)
+    if not any(matches):
         raise AuthenticationError(
             f"The {SIGNATURE_HEADER} header does not sign this body.", code="invalid_signature"
         )
+    which: MatchedSecret = "current" if matches[0] else "previous"
     clock = int(time.time() if now is None else now)
     age = clock - parsed.timestamp
     if abs(age) > tolerance_s:
         when = f"{age} s old" if age > 0 else f"{-age} s ahead of the server's clock"
-        raise AuthenticationError(
+        raise StaleSignature(
             f"The {SIGNATURE_HEADER} timestamp is {when}, beyond the {tolerance_s} s "
             "tolerance; sign each delivery when sending it.",
-            code="stale_signature",
+            secret=which,
             details={"age_s": age, "tolerance_s": tolerance_s},
         )
+    return which

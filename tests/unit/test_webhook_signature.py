@@ -10,7 +10,7 @@ import time
 import pytest
 
 from app.errors import AuthenticationError
-from app.wallet.webhook import MAX_SIGNATURES, sign, verify_signature
+from app.wallet.webhook import MAX_SIGNATURES, StaleSignature, sign, verify_signature
 
 T = 1_700_000_000
 BODY = b'{"event_id":"evt_1"}'
@@ -166,3 +166,25 @@ def test_an_unknown_item_is_refused_even_beside_a_right_signature():
 def test_the_most_signatures_one_header_may_carry():
     right = sign(CURRENT, BODY, T).split(",")[1]
     accepts(f"t={T}," + ",".join([f"sha256={DIGEST}"] * (MAX_SIGNATURES - 1) + [right]))
+
+
+def test_the_verification_says_which_secret_matched_never_the_secret():
+    # For the delivery counter: "current" whenever the first secret matches, else "previous".
+    both = (CURRENT, PREVIOUS, "an-older-one-still-listed")
+    assert verify_signature(both, BODY, sign(CURRENT, BODY, T), tolerance_s=300, now=T) == (
+        "current"
+    )
+    for old in (PREVIOUS, "an-older-one-still-listed"):
+        assert verify_signature(both, BODY, sign(old, BODY, T), tolerance_s=300, now=T) == (
+            "previous"
+        )
+    # A provider signing with both during its own rotation already works with the current one.
+    for pair in ((PREVIOUS, CURRENT), (CURRENT, PREVIOUS)):
+        assert verify_signature(both, BODY, sign(pair, BODY, T), tolerance_s=300, now=T) == (
+            "current"
+        )
+    # A stale signature carries which secret it matched, outside its response body.
+    with pytest.raises(StaleSignature) as stale:
+        verify_signature(both, BODY, sign(PREVIOUS, BODY, T - 301), tolerance_s=300, now=T)
+    assert stale.value.code == "stale_signature" and stale.value.secret == "previous"
+    assert stale.value.details == {"age_s": 301, "tolerance_s": 300}
