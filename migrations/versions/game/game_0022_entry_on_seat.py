@@ -13,6 +13,17 @@ a rolling deploy, inserts seats without it: "Zero-downtime restart and deploy").
 player's paid, unrefunded seats by seating time with their entry, a partial index the
 used-amount query reads alone (an index-only scan, ``ops/bench/bench_limits.py``).
 
+It runs on a live database (docs/operations.md, "Zero-downtime restart and deploy"): every
+step is its own short transaction (``autocommit_block``) and idempotent, so a run that is
+interrupted is simply run again.  The column is added nullable (the catalog alone) and the
+trigger created before the backfill, so a seat inserted meanwhile has its entry; the backfill
+goes by ``BATCH`` ids a transaction; NOT NULL comes from a ``NOT VALID`` CHECK validated under
+SHARE UPDATE EXCLUSIVE (PostgreSQL 12+ then skips the scan under the exclusive lock) and
+dropped; the index is built ``CONCURRENTLY`` (an INVALID one, from a build that failed, is
+dropped first).  The statements that do block seat writes queue at most ``LOCK_TIMEOUT`` for
+their lock, then give way and try again.  The schema it leaves is the one the single-
+transaction version left.
+
 ``seated_at`` defaults to the database's ``now()``: the code no longer sends the worker's
 clock, and the limit check reads the same ``now()`` in the seat's transaction, so a worker
 whose clock is off neither dates a seat nor moves a window.
