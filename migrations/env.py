@@ -33,6 +33,9 @@ def _run(connection: Connection) -> None:
         include_object=include_object,
         compare_type=True,
         version_table_schema="public",
+        # each migration commits on its own: one that works outside a transaction
+        # (``autocommit_block``, e.g. ``game_0022``'s batches) commits only what precedes it
+        transaction_per_migration=True,
     )
     with context.begin_transaction():
         context.run_migrations()
