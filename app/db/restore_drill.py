@@ -1,0 +1,616 @@
+"""The restore drill (``raiz db restore-drill``): a logical backup that provably restores.
+
+1. **Backup**: one read-only, repeatable-read transaction on the source exports its snapshot;
+   ``pg_dump --format=custom --snapshot`` dumps exactly that snapshot while the same
+   transaction reads the source's facts (below), so both describe one instant even while the
+   service keeps writing.  Nothing writes to the source: its connection is read-only
+   (``default_transaction_read_only``) and ``pg_dump`` only reads.
+2. **Restore**: a new scratch database (``raiz_restore_drill_<time>_<random>``, from
+   ``template0``) on the scratch server; ``pg_restore --single-transaction --exit-on-error``
+   loads it all or nothing.  Owners and grants are kept (no ``--no-owner`` or
+   ``--no-privileges``): a copy that lost them would serve as a superuser or refuse the service's
+   role, and the append-only protection rests on the service's role owning nothing
+   (docs/operations.md, "Database roles").  So the roles (``raiz``, ``raiz_service``) must exist
+   on the scratch server, and the drill connects there as a superuser (or a role that is a
+   member of the owner and may create databases).
+3. **Checks on the copy**: the ledger reconciliation (``raiz ledger reconcile``) and the full
+   round verification (``raiz audit verify-all``), with the operator's settings (the seed
+   keyring unseals the seeds) pointed at the copy.
+4. **Comparison**, source snapshot against copy: every table of every schema (row count and an
+   order-independent digest of the rows' text), every sequence's position, the ledger's
+   balances per currency, the latest checkpoint (id, tree size, Merkle root, key), the
+   Alembic heads, and the structure (owners and grants of schemas, tables, columns and
+   functions, default privileges, triggers with their enabled state, constraints with their
+   validation, indexes with their validity, function bodies, extensions).
+5. The scratch database is dropped (unless kept) and the dump deleted (unless written to a
+   file the operator named).
+
+Any difference or failure is a problem; the report lists each one.  Row contents never appear
+in it (the dump holds sealed seeds and password hashes: it is written to a private temporary
+directory).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+if TYPE_CHECKING:
+    from app.config import Settings
+
+__all__ = (
+    "SCRATCH_PREFIX",
+    "DrillCannotRun",
+    "DrillHooks",
+    "DrillReport",
+    "Facts",
+    "compare_facts",
+    "read_facts",
+    "run_drill",
+)
+
+SCRATCH_PREFIX = "raiz_restore_drill_"
+"""Name prefix of the scratch databases the drill creates (and drops)."""
+APPLICATION_NAME = "raiz-restore-drill"
+SHOWN_PER_KIND = 20
+"""Structure lines shown per side of a difference (the rest are counted)."""
+OUTPUT_TAIL_CHARS = 2_000
+"""What a failed ``pg_dump``/``pg_restore`` said, at most (its end)."""
+
+SESSION_SETTINGS = {
+    "application_name": APPLICATION_NAME,
+    # Rows are digested as text: both sides must print them the same way.
+    "TimeZone": "UTC",
+    "DateStyle": "ISO, YMD",
+    "IntervalStyle": "postgres",
+    "extra_float_digits": "3",
+    "bytea_output": "hex",
+    # A full read of every table, and a transaction kept open while pg_dump runs.
+    "statement_timeout": "0",
+    "idle_in_transaction_session_timeout": "0",
+}
+READ_ONLY = {**SESSION_SETTINGS, "default_transaction_read_only": "on"}
+
+_OUR_SCHEMAS = """n.nspname NOT IN ('pg_catalog', 'information_schema')
+                  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'"""
+
+# Identifiers come from the catalog and are quoted (_quote); no value is spliced.
+_TABLES = f"""SELECT n.nspname, c.relname FROM pg_class c
+              JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relkind IN ('r', 'p') AND {_OUR_SCHEMAS} ORDER BY 1, 2"""  # noqa: S608
+_SEQUENCES = f"""SELECT n.nspname, c.relname FROM pg_class c
+                 JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relkind = 'S' AND {_OUR_SCHEMAS} ORDER BY 1, 2"""  # noqa: S608
+
+
+def _acl(column: str) -> str:
+    """An ACL column as sorted text (a restore may grant in another order)."""
+    return (
+        "COALESCE((SELECT string_agg(a::text, ',' ORDER BY a::text) "  # noqa: S608
+        f"FROM unnest({column}) a), '-')"
+    )
+
+
+_STRUCTURE = f"""
+SELECT format('schema %I owner %s acl %s', n.nspname, pg_get_userbyid(n.nspowner),
+              {_acl("n.nspacl")}), NULL
+FROM pg_namespace n WHERE {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('relation %s kind %s owner %s acl %s', c.oid::regclass, c.relkind,
+              pg_get_userbyid(c.relowner), {_acl("c.relacl")}), NULL
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') AND {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('column %s.%I acl %s', c.oid::regclass, a.attname, {_acl("a.attacl")}), NULL
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attacl IS NOT NULL AND NOT a.attisdropped AND {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('trigger %s.%I enabled %s', t.tgrelid::regclass, t.tgname, t.tgenabled),
+       pg_get_triggerdef(t.oid)
+FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE NOT t.tgisinternal AND {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('constraint %s.%I validated %s', c.oid::regclass, k.conname, k.convalidated),
+       pg_get_constraintdef(k.oid)
+FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('index %s valid %s', i.indexrelid::regclass, i.indisvalid),
+       pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('function %s owner %s acl %s', p.oid::regprocedure,
+              pg_get_userbyid(p.proowner), {_acl("p.proacl")}),
+       pg_get_functiondef(p.oid)
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.prokind IN ('f', 'p') AND {_OUR_SCHEMAS}
+UNION ALL
+SELECT format('default privileges of %s in %s on %s: %s', pg_get_userbyid(d.defaclrole),
+              COALESCE(d.defaclnamespace::regnamespace::text, '(all schemas)'),
+              d.defaclobjtype, {_acl("d.defaclacl")}), NULL
+FROM pg_default_acl d
+UNION ALL
+SELECT format('extension %I %s', e.extname, e.extversion), NULL FROM pg_extension e
+"""  # noqa: S608
+"""Each line, and the definition it stands for (a trigger's, constraint's, index's, function's)."""
+
+_CAST = re.compile(r"::[a-z_ ]+(\[\])?")
+_NOISE = re.compile(r"[()\s]+")
+
+
+def _fingerprint(definition: str | None) -> str:
+    """A short digest of a definition as PostgreSQL prints it, insensitive to what a dump and
+    restore change in the print without changing the meaning: a restored
+    ``role IN ('a', 'b')`` on a varchar column prints ``ARRAY[('a'::character varying)::text,
+    ...]`` where the source printed ``(ARRAY['a'::character varying, ...])::text[]``, so casts,
+    parentheses and white space are left out."""
+    if definition is None:
+        return ""
+    normalized = _NOISE.sub("", _CAST.sub("", definition))
+    return " " + hashlib.md5(normalized.encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _row_digest(schema: str, table: str) -> str:
+    """Row count and an order-independent digest of a table's rows: the sum of the first 64
+    bits of each row text's MD5 (no sort: one sequential read)."""
+    return (
+        "SELECT count(*), COALESCE(sum(('x' || left(md5(ROW(r.*)::text), 16))"  # noqa: S608
+        "::bit(64)::bigint::numeric), 0)::text "
+        f"FROM {_quote(schema)}.{_quote(table)} AS r"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What must be the same in the source and in its restored copy."""
+
+    tables: dict[str, tuple[int, str]]
+    """Every table (``schema.name``): its row count and rows' digest."""
+    sequences: dict[str, tuple[int, bool]]
+    """Every sequence: ``last_value`` and ``is_called``."""
+    balances: dict[str, tuple[int, int]]
+    """Per currency: the sum of the ledger's account balances, and the number of accounts."""
+    checkpoint: str | None
+    """The latest signed checkpoint: id, tree size, Merkle root, key (None: none yet)."""
+    heads: tuple[str, ...]
+    """The Alembic revisions recorded in ``public.alembic_version``."""
+    structure: frozenset[str]
+    """One line per owner and grant, trigger, constraint, index, function, extension."""
+
+    @property
+    def rows(self) -> int:
+        """Rows in every table together."""
+        return sum(count for count, _ in self.tables.values())
+
+
+async def read_facts(connection: asyncpg.Connection) -> Facts:
+    """The facts of the database behind ``connection``, in its current transaction (the caller
+    opens a repeatable-read one to get a single snapshot)."""
+    tables: dict[str, tuple[int, str]] = {}
+    for schema, table in await connection.fetch(_TABLES):
+        count, digest = await connection.fetchrow(_row_digest(schema, table))
+        tables[f"{schema}.{table}"] = (int(count), str(digest))
+    sequences: dict[str, tuple[int, bool]] = {}
+    for schema, sequence in await connection.fetch(_SEQUENCES):
+        row = await connection.fetchrow(
+            f"SELECT last_value, is_called FROM {_quote(schema)}.{_quote(sequence)}"  # noqa: S608
+        )
+        sequences[f"{schema}.{sequence}"] = (int(row["last_value"]), bool(row["is_called"]))
+    balances: dict[str, tuple[int, int]] = {}
+    if "ledger.accounts" in tables:
+        for row in await connection.fetch(
+            "SELECT currency, sum(balance_cents) AS total, count(*) AS accounts "
+            "FROM ledger.accounts GROUP BY currency ORDER BY currency"
+        ):
+            balances[str(row["currency"])] = (int(row["total"]), int(row["accounts"]))
+    checkpoint = None
+    if "game.checkpoints" in tables:
+        row = await connection.fetchrow(
+            "SELECT id, tree_size, encode(root, 'hex') AS root, key_id "
+            "FROM game.checkpoints ORDER BY id DESC LIMIT 1"
+        )
+        if row is not None:
+            checkpoint = (
+                f"#{row['id']} over {row['tree_size']} rounds, root {row['root']}, "
+                f"key {row['key_id']}"
+            )
+    heads: tuple[str, ...] = ()
+    if "public.alembic_version" in tables:
+        heads = tuple(
+            sorted(
+                str(value)
+                for (value,) in await connection.fetch(
+                    "SELECT version_num FROM public.alembic_version"
+                )
+            )
+        )
+    structure = frozenset(
+        f"{line}{_fingerprint(definition)}"
+        for line, definition in await connection.fetch(_STRUCTURE)
+    )
+    return Facts(tables, sequences, balances, checkpoint, heads, structure)
+
+
+def _differing(kind: str, source: dict[str, object], copy: dict[str, object]) -> list[str]:
+    problems = []
+    for name in sorted(source.keys() | copy.keys()):
+        if name not in copy:
+            problems.append(f"{kind} {name}: in the source, missing from the copy")
+        elif name not in source:
+            problems.append(f"{kind} {name}: in the copy only")
+        elif source[name] != copy[name]:
+            problems.append(
+                f"{kind} {name}: {source[name]} in the source, {copy[name]} in the copy"
+            )
+    return problems
+
+
+def compare_facts(source: Facts, copy: Facts) -> list[str]:
+    """Every difference between the source's facts and the copy's, one line each."""
+    problems: list[str] = []
+    for name in sorted(source.tables.keys() | copy.tables.keys()):
+        if name not in copy.tables:
+            problems.append(f"table {name}: in the source, missing from the copy")
+        elif name not in source.tables:
+            problems.append(f"table {name}: in the copy only")
+        else:
+            (source_rows, source_digest), (copy_rows, copy_digest) = (
+                source.tables[name],
+                copy.tables[name],
+            )
+            if source_rows != copy_rows:
+                problems.append(
+                    f"table {name}: {source_rows} rows in the source, {copy_rows} in the copy"
+                )
+            elif source_digest != copy_digest:
+                problems.append(f"table {name}: {source_rows} rows in both, but different contents")
+    problems += _differing("sequence", dict(source.sequences), dict(copy.sequences))
+    problems += _differing("balance", dict(source.balances), dict(copy.balances))
+    if source.checkpoint != copy.checkpoint:
+        problems.append(
+            f"latest checkpoint: {source.checkpoint} in the source, {copy.checkpoint} in the copy"
+        )
+    if source.heads != copy.heads:
+        problems.append(
+            f"alembic heads: {', '.join(source.heads) or 'none'} in the source, "
+            f"{', '.join(copy.heads) or 'none'} in the copy"
+        )
+    for side, lines in (
+        ("the source only", sorted(source.structure - copy.structure)),
+        ("the copy only", sorted(copy.structure - source.structure)),
+    ):
+        for line in lines[:SHOWN_PER_KIND]:
+            problems.append(f"structure in {side}: {line}")
+        if len(lines) > SHOWN_PER_KIND:
+            problems.append(f"structure in {side}: {len(lines) - SHOWN_PER_KIND} more lines")
+    return problems
+
+
+class DrillCannotRun(Exception):
+    """The drill could not run at all (a tool missing, a server unreachable): not a finding."""
+
+
+Hook = Callable[[str], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class DrillHooks:
+    """Test seams: each is called with a database URL at one point of the drill."""
+
+    after_snapshot: Hook | None = None
+    """The source's, once its snapshot is exported (a write here is not in the backup)."""
+    before_restore: Hook | None = None
+    """The empty scratch database's."""
+    after_restore: Hook | None = None
+    """The restored copy's, before anything reads it."""
+
+
+@dataclass(slots=True)
+class DrillReport:
+    """What the drill did and found."""
+
+    source: str
+    """The source's URL, without its password."""
+    scratch: str
+    """The scratch database's URL, without its password."""
+    problems: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each step."""
+    dump_bytes: int = 0
+    tables: int = 0
+    rows: int = 0
+    reconcile: str = ""
+    """The reconciliation's summary line."""
+    verify: str = ""
+    """``verify-all``'s summary line."""
+    kept: bool = False
+    """Whether the scratch database was left in place."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the backup restored and everything matched and verified."""
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """The report, one line each: steps and figures, then problems, then the verdict."""
+        lines = [f"source: {self.source}", f"copy: {self.scratch}"]
+        if self.dump_bytes:
+            lines.append(f"backup: {self.dump_bytes:,} bytes (pg_dump --format=custom)")
+        if self.tables:
+            lines.append(f"compared: {self.tables} tables, {self.rows:,} rows")
+        if self.reconcile:
+            lines.append(self.reconcile)
+        if self.verify:
+            lines.append(self.verify)
+        steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in self.seconds.items())
+        if steps:
+            lines.append(f"time: {steps}")
+        lines += [f"PROBLEM {problem}" for problem in self.problems]
+        if self.kept:
+            lines.append(f"kept the copy: {self.scratch}")
+        verdict = "ok" if self.ok else f"FAILED ({len(self.problems)} problems)"
+        lines.append(f"restore drill {verdict}")
+        return lines
+
+
+def _libpq(url: str, database: str | None = None) -> tuple[str, dict[str, str]]:
+    """``url`` for libpq tools (plain ``postgresql://``, optionally another database), without
+    its password (a command line is visible to every local user), and the environment that
+    passes the password instead."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    password = parsed.password
+    parsed = parsed.set(drivername="postgresql", password=None)
+    if database is not None:
+        parsed = parsed.set(database=database)
+    environment = {"PGAPPNAME": APPLICATION_NAME}
+    if password is not None:
+        environment["PGPASSWORD"] = str(password)
+    return parsed.render_as_string(hide_password=False), environment
+
+
+def _with_database(url: str, database: str) -> str:
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    return parsed.set(drivername="postgresql", database=database).render_as_string(
+        hide_password=False
+    )
+
+
+def _shown(url: str) -> str:
+    return make_url(url.replace("postgres://", "postgresql://", 1)).render_as_string(
+        hide_password=True
+    )
+
+
+async def _connect(url: str, what: str, settings: dict[str, str]) -> asyncpg.Connection:
+    try:
+        database = make_url(url.replace("postgres://", "postgresql://", 1)).database
+        return await asyncpg.connect(
+            _with_database(url, database or "postgres"), server_settings=settings
+        )
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        raise DrillCannotRun(f"cannot connect to the {what} ({_shown(url)}): {error}") from None
+
+
+async def _run_tool(arguments: list[str], environment: dict[str, str]) -> tuple[int, str]:
+    """Run a PostgreSQL client tool; its exit status and what it wrote to stderr."""
+    if shutil.which(arguments[0]) is None:
+        raise DrillCannotRun(f"{arguments[0]} is not installed (PostgreSQL client tools)")
+    process = await asyncio.create_subprocess_exec(
+        *arguments,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **environment},
+    )
+    _, error = await process.communicate()
+    return int(process.returncode or 0), error.decode(errors="replace").strip()[-OUTPUT_TAIL_CHARS:]
+
+
+def _scratch_name() -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
+    return f"{SCRATCH_PREFIX}{stamp}_{secrets.token_hex(3)}"
+
+
+class _Clock:
+    def __init__(self, report: DrillReport) -> None:
+        self._report = report
+        self._started = time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self._report.seconds[step] = now - self._started
+        self._started = now
+
+
+async def _backup(
+    source_url: str, dump: Path, hooks: DrillHooks, report: DrillReport, clock: _Clock
+) -> Facts | None:
+    """Dump the source's snapshot to ``dump`` and read its facts in that snapshot (at once:
+    pg_dump in its process, the facts on this connection); None when pg_dump failed."""
+    connection = await _connect(source_url, "source", READ_ONLY)
+    try:
+        async with connection.transaction(isolation="repeatable_read", readonly=True):
+            snapshot = str(await connection.fetchval("SELECT pg_export_snapshot()"))
+            if hooks.after_snapshot is not None:
+                await hooks.after_snapshot(source_url)
+            target, environment = _libpq(source_url)
+            dumped = asyncio.ensure_future(
+                _run_tool(
+                    [
+                        "pg_dump",
+                        "--format=custom",
+                        f"--snapshot={snapshot}",
+                        "--no-password",
+                        f"--file={dump}",
+                        f"--dbname={target}",
+                    ],
+                    environment,
+                )
+            )
+            try:
+                facts = await read_facts(connection)
+            finally:
+                status, said = await dumped
+    finally:
+        await connection.close()
+    clock.lap("backup")
+    if status != 0:
+        report.problems.append(f"backup: pg_dump exited with {status}: {said}")
+        return None
+    report.dump_bytes = (await asyncio.to_thread(dump.stat)).st_size
+    return facts
+
+
+async def _checks_on_the_copy(
+    copy_url: str, settings: Settings, jobs: int, report: DrillReport, clock: _Clock
+) -> None:
+    """``raiz ledger reconcile`` and ``raiz audit verify-all`` on the copy."""
+    from app.compliance.audit import verify_all
+    from app.db import Database
+    from ledger.reconcile import reconcile
+
+    copy_settings = settings.model_copy(update={"database_url": copy_url})
+    database = Database.connect(copy_url, copy_settings)
+    try:
+        reconciled = await reconcile(database.engine)
+        clock.lap("reconcile")
+        report.reconcile = reconciled.summary()
+        report.problems += [
+            f"reconcile: {problem.check}: {problem.message}" for problem in reconciled.problems
+        ]
+        verified = await verify_all(database, copy_settings, jobs=jobs)
+        clock.lap("verify-all")
+        report.verify = verified.summary()
+        report.problems += [
+            f"verify-all: {where}: {failure}" for where, failure in verified.failures
+        ]
+    finally:
+        await database.dispose()
+
+
+async def run_drill(
+    source_url: str,
+    scratch_server_url: str,
+    settings: Settings,
+    *,
+    keep: bool = False,
+    dump_file: Path | None = None,
+    jobs: int = 1,
+    hooks: DrillHooks | None = None,
+) -> DrillReport:
+    """Back up ``source_url``, restore it into a new database on ``scratch_server_url``'s
+    server (connecting to that URL's database to create and drop it), check and compare the
+    copy.  ``settings`` are the operator's (their seed keyring); ``dump_file`` keeps the backup
+    there; ``jobs`` is verify-all's processes.  Raises :class:`DrillCannotRun` when a tool or a
+    server is missing; every finding is in the report."""
+    hooks = hooks or DrillHooks()
+    name = _scratch_name()
+    copy_url = _with_database(scratch_server_url, name)
+    report = DrillReport(source=_shown(source_url), scratch=_shown(copy_url), kept=keep)
+    clock = _Clock(report)
+    folder = Path(tempfile.mkdtemp(prefix="raiz-restore-drill-"))  # mode 0700
+    dump = dump_file or folder / "source.dump"
+    try:
+        source_facts = await _backup(source_url, dump, hooks, report, clock)
+        if source_facts is None:
+            report.kept = False
+            return report
+        admin = await _connect(scratch_server_url, "scratch server", SESSION_SETTINGS)
+        try:
+            await admin.execute(f"CREATE DATABASE {_quote(name)} TEMPLATE template0")
+        except asyncpg.PostgresError as error:
+            raise DrillCannotRun(f"cannot create the scratch database {name}: {error}") from None
+        finally:
+            await admin.close()
+        try:
+            await _restore_and_check(
+                copy_url,
+                dump,
+                source_facts=source_facts,
+                settings=settings,
+                jobs=jobs,
+                hooks=hooks,
+                report=report,
+                clock=clock,
+            )
+        finally:
+            if not keep:
+                await _drop(scratch_server_url, name)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return report
+
+
+async def _restore_and_check(
+    copy_url: str,
+    dump: Path,
+    *,
+    source_facts: Facts,
+    settings: Settings,
+    jobs: int,
+    hooks: DrillHooks,
+    report: DrillReport,
+    clock: _Clock,
+) -> None:
+    if hooks.before_restore is not None:
+        await hooks.before_restore(copy_url)
+    target, environment = _libpq(copy_url)
+    status, said = await _run_tool(
+        [
+            "pg_restore",
+            "--single-transaction",
+            "--exit-on-error",
+            "--no-password",
+            f"--dbname={target}",
+            str(dump),
+        ],
+        environment,
+    )
+    clock.lap("restore")
+    if status != 0:
+        report.problems.append(f"restore: pg_restore exited with {status}: {said}")
+        return
+    if hooks.after_restore is not None:
+        await hooks.after_restore(copy_url)
+    connection = await _connect(copy_url, "copy", READ_ONLY)
+    try:
+        async with connection.transaction(isolation="repeatable_read", readonly=True):
+            copy_facts = await read_facts(connection)
+    finally:
+        await connection.close()
+    clock.lap("compare")
+    report.tables = len(source_facts.tables)
+    report.rows = source_facts.rows
+    report.problems += compare_facts(source_facts, copy_facts)
+    await _checks_on_the_copy(copy_url, settings, jobs, report, clock)
+
+
+async def _drop(scratch_server_url: str, name: str) -> None:
+    admin = await _connect(scratch_server_url, "scratch server", SESSION_SETTINGS)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {_quote(name)} WITH (FORCE)")
+    finally:
+        await admin.close()
