@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import os
@@ -38,6 +39,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -271,8 +273,8 @@ async def sizes(url: str, *indexes: str) -> str:
         await connection.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def data_set_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the data set (shared with ``bench_online_migration.py``)."""
     parser.add_argument(
         "--database-url",
         default=os.environ.get(
@@ -281,32 +283,44 @@ def main() -> None:
     )
     parser.add_argument("--tables", type=int, default=200_000)
     parser.add_argument("--players", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--keep", action="store_true")
-    args = parser.parse_args()
-    name = f"raiz_limits_{os.getpid()}"
+
+
+@contextlib.contextmanager
+def game_0021_data_set(args: argparse.Namespace, prefix: str, extra: str = "") -> Iterator[str]:
+    """A scratch database at ``game_0021`` filled with ``FILL`` (then the SQL ``extra``) and
+    vacuumed; yields its URL and drops it afterwards (unless ``--keep``)."""
+    name = f"{prefix}_{os.getpid()}"
     url = with_database(args.database_url, name)
     asyncio.run(admin(args.database_url, f'CREATE DATABASE "{name}"'))
     try:
         upgrade(url)
         command.downgrade(alembic_config(url), "game_0021")
         started = time.perf_counter()
-        asyncio.run(
-            admin_script(
-                url,
-                FILL.format(
-                    user_ns=USER_NAMESPACE,
-                    table_ns=TABLE_NAMESPACE,
-                    players=args.players,
-                    tables=args.tables,
-                    half=args.tables // 2,
-                    heavy=HEAVY,
-                    light=LIGHT,
-                ),
-            )
+        fill = FILL.format(
+            user_ns=USER_NAMESPACE,
+            table_ns=TABLE_NAMESPACE,
+            players=args.players,
+            tables=args.tables,
+            half=args.tables // 2,
+            heavy=HEAVY,
+            light=LIGHT,
         )
+        asyncio.run(admin_script(url, fill + extra))
         asyncio.run(vacuum(url))
         print(f"filled in {time.perf_counter() - started:.0f} s: {asyncio.run(counts(url))}")
+        yield url
+    finally:
+        if not args.keep:
+            asyncio.run(admin(args.database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    data_set_arguments(parser)
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+    with game_0021_data_set(args, "raiz_limits") as url:
         print(f"game_0021 index: {asyncio.run(sizes(url, 'ix_seats_user_id_seated_at'))}")
         before = asyncio.run(measure(url, "game_0021 (join of game.tables)", old_query, args.runs))
         started = time.perf_counter()
@@ -321,9 +335,6 @@ def main() -> None:
         )
         assert after == before, (before, after)
         asyncio.run(full_index_instead(url, args.runs))
-    finally:
-        if not args.keep:
-            asyncio.run(admin(args.database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def admin_script(url: str, script: str) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
@@ -36,19 +35,13 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from alembic import command
-
-from app.db.migrate import alembic_config, upgrade
-from ops.bench.bench_ledger import admin, with_database
+from app.db.migrate import upgrade
 from ops.bench.bench_limits import (
-    FILL,
     HEAVY,
     LIGHT,
-    TABLE_NAMESPACE,
     USER_NAMESPACE,
-    admin_script,
-    counts,
-    vacuum,
+    data_set_arguments,
+    game_0021_data_set,
 )
 
 LOAD_TABLES = """
@@ -186,45 +179,17 @@ async def check(url: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get(
-            "TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
-    parser.add_argument("--tables", type=int, default=200_000)
-    parser.add_argument("--players", type=int, default=20_000)
+    data_set_arguments(parser)
     parser.add_argument("--load-tables", type=int, default=3_000)
     parser.add_argument("--pause-ms", type=float, default=20.0)
-    parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-    name = f"raiz_online_{os.getpid()}"
-    url = with_database(args.database_url, name)
-    asyncio.run(admin(args.database_url, f'CREATE DATABASE "{name}"'))
-    try:
-        upgrade(url)
-        command.downgrade(alembic_config(url), "game_0021")
-        started = time.perf_counter()
-        fill = FILL.format(
-            user_ns=USER_NAMESPACE,
-            table_ns=TABLE_NAMESPACE,
-            players=args.players,
-            tables=args.tables,
-            half=args.tables // 2,
-            heavy=HEAVY,
-            light=LIGHT,
-        ) + LOAD_TABLES.format(user_ns=USER_NAMESPACE, count=args.load_tables)
-        asyncio.run(admin_script(url, fill))
-        asyncio.run(vacuum(url))
-        print(f"filled in {time.perf_counter() - started:.0f} s: {asyncio.run(counts(url))}")
+    extra = LOAD_TABLES.format(user_ns=USER_NAMESPACE, count=args.load_tables)
+    with game_0021_data_set(args, "raiz_online", extra) as url:
         took, inserts, updates = asyncio.run(during_migration(url, args.pause_ms / 1000))
         print(f"migration to the heads (game_0022): {took:.1f} s")
         print(f"  {inserts.report()}")
         print(f"  {updates.report()}")
         print(asyncio.run(check(url)))
-    finally:
-        if not args.keep:
-            asyncio.run(admin(args.database_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":
