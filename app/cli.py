@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
+from app.compliance.cli import jobs_option
+
 if TYPE_CHECKING:
     from app.config import Settings
     from app.db import Database
@@ -344,14 +346,7 @@ def db_upgrade() -> None:
     default=None,
     help="Keep the backup in this file (default: a private temporary file, deleted).",
 )
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="verify-all's worker processes on the copy.",
-)
+@jobs_option("verify-all's worker processes on the copy.")
 def db_restore_drill(
     source: str | None, scratch: str | None, keep: bool, dump_file: Path | None, jobs: int
 ) -> None:

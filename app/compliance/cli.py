@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from app.config import Settings
     from app.db import Database
 
-__all__ = ("audit_group",)
+__all__ = ("audit_group", "jobs_option")
+
+
+def jobs_option(help_text: str) -> Any:
+    """``-j/--jobs``: how many worker processes verify rounds (``verify-all``, the drill)."""
+    return click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help=help_text
+    )
 
 
 def _run(work: Any) -> Any:
@@ -84,14 +91,7 @@ def verify_round_command(round_id: str) -> None:
 
 
 @audit_group.command("verify-all")
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Worker processes verifying the tables (all in one database snapshot).",
-)
+@jobs_option("Worker processes verifying the tables (all in one database snapshot).")
 def verify_all_command(jobs: int) -> None:
     """Verify every finished round, every match's money and every checkpoint; print rounds/s.
 

@@ -114,6 +114,15 @@ def test_serve_refuses_a_bad_port_or_worker_count_before_doing_anything(
     assert f"Invalid value for '{named}'" in result.output
 
 
+@pytest.mark.parametrize("command", [["audit", "verify-all"], ["db", "restore-drill"]])
+@pytest.mark.parametrize("jobs", ["0", "-1", "two"])
+def test_a_bad_jobs_count_is_refused_before_doing_anything(runner, monkeypatch, command, jobs):
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://raiz@127.0.0.1:{free_port()}/raiz")
+    result = runner.invoke(main, [*command, "--jobs", jobs])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '-j' / '--jobs'" in result.output
+
+
 def _serve_until_it_stops(database_url: str, env: dict[str, str]) -> str:
     """``raiz serve --workers 2`` that must stop by itself with exit 3 and one line on
     stderr, which is returned; a server still running after 30 s fails the test."""
