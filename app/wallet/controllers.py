@@ -236,6 +236,18 @@ class AdminAccountsController(Controller):
 
 
 _SIGNED_WITH_KEY = "raiz_webhook_signed_with"
+_COUNTED_KEY = "raiz_webhook_counted"
+
+
+def _count_once(request: Request[Any, Any, Any], outcome: str) -> None:
+    """Count the delivery under ``outcome`` unless it was counted already: a delivery credited
+    (and committed) whose answer then failed stays counted as credited, not also as an
+    ``internal_error``."""
+    state = request.scope["state"]
+    if state.get(_COUNTED_KEY):
+        return
+    state[_COUNTED_KEY] = True
+    count_delivery(outcome, _matched_secret(request))
 
 
 def _matched_secret(request: Request[Any, Any, Any]) -> MatchedSecret | None:
@@ -266,7 +278,7 @@ def _count_refused_delivery(request: Request[Any, Any, Any], response: Response[
     """Count a refused delivery once, by the code its answer carries (``internal_error`` for a
     bug), whatever refused it: the signature, the body, the ledger."""
     body = response.content if isinstance(response.content, dict) else {}
-    count_delivery(str(body.get("code", "internal_error")), _matched_secret(request))
+    _count_once(request, str(body.get("code", "internal_error")))
 
 
 class PaymentWebhookController(Controller):
@@ -320,7 +332,7 @@ class PaymentWebhookController(Controller):
         del data, signature  # documented for OpenAPI; verified before, decoded strictly below
         event = await strict_body(request, PaymentEvent)
         result = await WalletService(db_session, settings).apply_payment_event(event)
-        count_delivery("replayed" if result.replayed else "credited", _matched_secret(request))
+        _count_once(request, "replayed" if result.replayed else "credited")
         return result
 
 

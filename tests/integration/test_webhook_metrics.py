@@ -168,3 +168,32 @@ async def test_the_secret_label_says_which_secret_signed_during_a_rotation(
         assert_error(refused, 401, "invalid_signature")
         assert counted() == {("invalid_signature", "none"): 1}
     assert await balance(client, player) == (1 + 2 + 3 + 4 + 5, 5)
+
+
+async def test_a_credited_delivery_whose_answer_fails_is_counted_once_as_credited(
+    client, settings, player, monkeypatch
+):
+    # The credit is committed, then building the 200 fails (the provider gets a 500 and
+    # re-delivers, which is then a replay): the delivery was credited, and it is counted
+    # once as such, not also as an internal_error.
+    from app.wallet.service import WalletService
+
+    real = WalletService.apply_payment_event
+
+    async def credited_then_unanswerable(self, event):
+        result = await real(self, event)
+        result.event_id = object()  # the answer cannot be encoded
+        return result
+
+    monkeypatch.setattr(WalletService, "apply_payment_event", credited_then_unanswerable)
+    counted = Counted()
+    body = event(player)
+    raw = json.dumps(body).encode()
+    failed = await deliver(client, raw, sign(settings.payment_webhook_secret, raw))
+    assert failed.status_code == 500
+    assert counted() == {("credited", "current"): 1}
+    monkeypatch.setattr(WalletService, "apply_payment_event", real)
+    again = await deliver(client, raw, sign(settings.payment_webhook_secret, raw))
+    assert again.status_code == 200 and again.json()["replayed"] is True
+    assert counted() == {("replayed", "current"): 1}
+    assert await balance(client, player) == (5_000, 1)
