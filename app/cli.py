@@ -358,7 +358,7 @@ def db_restore_drill(
     from app.compliance.audit import few_collections
     from app.config import get_settings
     from app.db import resolve_database_url
-    from app.db.restore_drill import DrillCannotRun, run_drill
+    from app.db.restore_drill import DrillCannotRun, run_drill, until_terminated
     from app.logging import configure_logging
 
     settings = get_settings()
@@ -368,12 +368,18 @@ def db_restore_drill(
     try:
         with few_collections():
             report = asyncio.run(
-                run_drill(
-                    source_url, scratch_url, settings, keep=keep, dump_file=dump_file, jobs=jobs
+                until_terminated(
+                    run_drill(
+                        source_url, scratch_url, settings, keep=keep, dump_file=dump_file, jobs=jobs
+                    )
                 )
             )
     except DrillCannotRun as error:
         click.echo(f"error: restore drill: {error}", err=True)
+        sys.exit(EXIT_CANNOT_RUN)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        # SIGTERM or SIGINT: the drill stopped its tool, dropped its copy, removed its dump
+        click.echo("error: restore drill: stopped before it finished", err=True)
         sys.exit(EXIT_CANNOT_RUN)
     for line in report.lines():
         click.echo(line)

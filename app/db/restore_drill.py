@@ -23,7 +23,11 @@
    functions, default privileges, triggers with their enabled state, constraints with their
    validation, indexes with their validity, function bodies, extensions).
 5. The scratch database is dropped (unless kept) and the dump deleted (unless written to a
-   file the operator named).
+   file the operator named), also when the drill is stopped (SIGINT, or SIGTERM through
+   :func:`until_terminated`: the running client tool is killed first).  What a drill killed
+   outright (SIGKILL, a crash) left is swept by the next drill: a scratch database or a dump
+   folder older than ``LEFTOVER_AGE`` is removed and reported, a younger one only reported (it
+   may be another drill's, still running).
 
 Any difference or failure is a problem; the report lists each one.  Row contents never appear
 in it (the dump holds sealed seeds and password hashes: it is written to a private temporary
@@ -39,18 +43,21 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
 from sqlalchemy.engine import make_url
 
 if TYPE_CHECKING:
     from app.config import Settings
+
+T = TypeVar("T")
 
 __all__ = (
     "SCRATCH_PREFIX",
@@ -61,10 +68,17 @@ __all__ = (
     "compare_facts",
     "read_facts",
     "run_drill",
+    "until_terminated",
 )
 
 SCRATCH_PREFIX = "raiz_restore_drill_"
 """Name prefix of the scratch databases the drill creates (and drops)."""
+FOLDER_PREFIX = "raiz-restore-drill-"
+"""Name prefix of the private temporary folders that hold the dumps."""
+STAMP_FORMAT = "%Y%m%d%H%M%S"
+LEFTOVER_AGE = dt.timedelta(hours=24)
+"""A scratch database or dump folder older than this is an interrupted drill's: no drill runs
+this long, so the next drill removes it."""
 APPLICATION_NAME = "raiz-restore-drill"
 SHOWN_PER_KIND = 20
 """Structure lines shown per side of a difference (the rest are counted)."""
@@ -348,6 +362,8 @@ class DrillReport:
     """``verify-all``'s summary line."""
     kept: bool = False
     """Whether the scratch database was left in place."""
+    notes: list[str] = field(default_factory=list)
+    """What the drill found of interrupted drills (removed, or too young to remove)."""
 
     @property
     def ok(self) -> bool:
@@ -357,6 +373,7 @@ class DrillReport:
     def lines(self) -> list[str]:
         """The report, one line each: steps and figures, then problems, then the verdict."""
         lines = [f"source: {self.source}", f"copy: {self.scratch}"]
+        lines += [f"note: {note}" for note in self.notes]
         if self.dump_bytes:
             lines.append(f"backup: {self.dump_bytes:,} bytes (pg_dump --format=custom)")
         if self.tables:
@@ -425,13 +442,68 @@ async def _run_tool(arguments: list[str], environment: dict[str, str]) -> tuple[
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **environment},
     )
-    _, error = await process.communicate()
+    try:
+        _, error = await process.communicate()
+    except asyncio.CancelledError:
+        # the drill is stopped: the tool must not outlive it (pg_restore would keep writing
+        # into the database being dropped, pg_dump into the folder being removed)
+        process.kill()
+        await process.wait()
+        raise
     return int(process.returncode or 0), error.decode(errors="replace").strip()[-OUTPUT_TAIL_CHARS:]
 
 
-def _scratch_name() -> str:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S")
-    return f"{SCRATCH_PREFIX}{stamp}_{secrets.token_hex(3)}"
+def _scratch_name(now: dt.datetime) -> str:
+    return f"{SCRATCH_PREFIX}{now.strftime(STAMP_FORMAT)}_{secrets.token_hex(3)}"
+
+
+def _created(name: str, prefix: str) -> dt.datetime | None:
+    """When the drill that named ``name`` (``<prefix><stamp>_<random>``) started."""
+    try:
+        stamp = name.removeprefix(prefix).split("_", 1)[0]
+        return dt.datetime.strptime(stamp, STAMP_FORMAT).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
+
+
+async def _sweep_leftovers(
+    admin: asyncpg.Connection, folder: Path, now: dt.datetime, report: DrillReport
+) -> None:
+    """Remove what interrupted drills left (older than ``LEFTOVER_AGE``) and note the rest:
+    scratch databases on the scratch server, dump folders beside ``folder`` owned by us."""
+    names = await admin.fetch(
+        "SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname",
+        SCRATCH_PREFIX,
+    )
+    for (name,) in names:
+        created = _created(name, SCRATCH_PREFIX)
+        if created is not None and now - created > LEFTOVER_AGE:
+            await admin.execute(f"DROP DATABASE IF EXISTS {_quote(name)} WITH (FORCE)")
+            report.notes.append(f"dropped {name}, left by a drill interrupted on {created:%c}")
+        else:
+            report.notes.append(
+                f"{name} exists: another drill is running, or one stopped within "
+                f"{LEFTOVER_AGE.total_seconds() / 3600:.0f} h (a later drill drops it)"
+            )
+    for other in folder.parent.glob(f"{FOLDER_PREFIX}*"):
+        created = _created(other.name, FOLDER_PREFIX)
+        if other == folder or created is None or other.stat().st_uid != os.getuid():
+            continue
+        if now - created > LEFTOVER_AGE:
+            await asyncio.to_thread(shutil.rmtree, other, ignore_errors=True)
+            report.notes.append(f"removed {other}, left by a drill interrupted on {created:%c}")
+
+
+async def until_terminated(work: Awaitable[T]) -> T:
+    """Await ``work``; SIGTERM cancels it (as SIGINT does under :func:`asyncio.run`), so that
+    its ``finally`` clauses run: the drill drops its scratch database and removes its dump."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 class _Clock:
@@ -527,11 +599,13 @@ async def run_drill(
     there; ``jobs`` is verify-all's processes.  Raises :class:`DrillCannotRun` when a tool or a
     server is missing; every finding is in the report."""
     hooks = hooks or DrillHooks()
-    name = _scratch_name()
+    now = dt.datetime.now(dt.UTC)
+    name = _scratch_name(now)
     copy_url = _with_database(scratch_server_url, name)
     report = DrillReport(source=_shown(source_url), scratch=_shown(copy_url), kept=keep)
     clock = _Clock(report)
-    folder = Path(tempfile.mkdtemp(prefix="raiz-restore-drill-"))  # mode 0700
+    # mode 0700; named by the start like the database, for the sweep of leftovers
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{now.strftime(STAMP_FORMAT)}_"))
     dump = dump_file or folder / "source.dump"
     try:
         source_facts = await _backup(source_url, dump, hooks, report, clock)
@@ -540,6 +614,7 @@ async def run_drill(
             return report
         admin = await _connect(scratch_server_url, "scratch server", SESSION_SETTINGS)
         try:
+            await _sweep_leftovers(admin, folder, now, report)
             await admin.execute(f"CREATE DATABASE {_quote(name)} TEMPLATE template0")
         except asyncpg.PostgresError as error:
             raise DrillCannotRun(f"cannot create the scratch database {name}: {error}") from None

@@ -364,3 +364,117 @@ def test_the_command_exits_3_when_the_source_is_unreachable():
     result = _raiz("postgresql://postgres@127.0.0.1:1/raiz")
     assert result.exit_code == 3, result.output
     assert "cannot connect to the source" in result.output
+
+
+# --- an interrupted drill leaves nothing behind ------------------------------------------------
+def test_sigterm_stops_the_drill_and_leaves_no_database_no_dump_no_tool(
+    source, pg_server_url, tmp_path
+):
+    # SIGTERM (systemd stopping the drill's unit, `timeout`) while pg_restore runs: the tool
+    # is killed, the scratch database dropped, the dump's folder removed, exit 3.  The drill
+    # is held stopped while the signal is sent, so it cannot have finished first; pg_restore
+    # stays stopped, so only the drill's kill can end it.
+    import asyncio
+    import contextlib
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.live import ROOT
+
+    before = set(asyncio.run(_scratch_databases(pg_server_url)))
+    environment = {
+        **os.environ,
+        "DATABASE_URL": source,
+        "RAIZ_ENV": "test",
+        "RAIZ_ALLOW_FIXED_DECKS": "true",
+        "TMPDIR": str(tmp_path),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "db", "restore-drill", "--source", source],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        tool = ""
+        while not tool and process.poll() is None and time.monotonic() < deadline:
+            found = subprocess.run(
+                ["pgrep", "-P", str(process.pid), "pg_restore"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            tool = found.stdout.strip()
+        assert tool, "the drill ran no pg_restore"
+        os.kill(int(tool), signal.SIGSTOP)
+        process.send_signal(signal.SIGSTOP)
+        created = set(asyncio.run(_scratch_databases(pg_server_url))) - before
+        assert len(created) == 1 and list(tmp_path.glob("raiz-restore-drill-*/source.dump"))
+        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGCONT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        alive = False
+        if tool:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(tool), signal.SIGKILL)  # (a stopped process cannot ignore it)
+                alive = True
+    assert process.returncode == 3, (out, err)
+    assert err.strip().splitlines()[-1] == "error: restore drill: stopped before it finished"
+    assert "Traceback" not in err
+    assert not created & set(asyncio.run(_scratch_databases(pg_server_url)))
+    assert list(tmp_path.iterdir()) == []
+    assert not alive, "pg_restore outlived the drill"
+
+
+async def test_the_next_drill_removes_what_an_interrupted_one_left_after_a_day(
+    source, pg_server_url, tmp_path, monkeypatch
+):
+    # A drill killed outright (SIGKILL, a crash) leaves its scratch database and dump folder:
+    # the next drill removes those older than a day and names the younger ones (another drill
+    # may be running) without touching them.
+    import datetime as dt
+    import tempfile
+
+    from app.db.restore_drill import FOLDER_PREFIX, STAMP_FORMAT
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    young_stamp = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=23)).strftime(STAMP_FORMAT)
+    old = f"{SCRATCH_PREFIX}20200101000000_0ld0ld"
+    young = f"{SCRATCH_PREFIX}{young_stamp}_y0ung0"
+    for name in (old, young):
+        await _admin_sql(pg_server_url, f'CREATE DATABASE "{name}"')
+    old_folder = tmp_path / f"{FOLDER_PREFIX}20200101000000_abc"
+    young_folder = tmp_path / f"{FOLDER_PREFIX}{young_stamp}_def"
+    unrelated = tmp_path / f"{FOLDER_PREFIX}not-a-drill-folder"
+    for folder in (old_folder, young_folder, unrelated):
+        folder.mkdir()
+        (folder / "source.dump").write_bytes(b"sealed seeds")
+    try:
+        report = await _drill(source, pg_server_url)
+        assert report.ok, report.problems
+        remaining = await _scratch_databases(pg_server_url)
+        assert old not in remaining and young in remaining
+        assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+            [young_folder.name, unrelated.name]
+        )
+        # (only these: a young leftover of another drill is noted too)
+        dropped, noted, removed = [
+            note for note in report.notes if old in note or young in note or "removed" in note
+        ]
+        assert dropped.startswith(f"dropped {old}, left by a drill interrupted on ")
+        assert noted.startswith(f"{young} exists: another drill is running")
+        assert removed.startswith(f"removed {old_folder}, left by a drill interrupted on ")
+        assert f"note: {noted}" in report.lines()
+    finally:
+        for name in (old, young):
+            await _admin_sql(pg_server_url, _drop(name))
