@@ -517,16 +517,21 @@ def users_reinstate(username: str, reason: str) -> None:
 
 
 def _reason(reason: str) -> str:
-    """The reason as the API accepts it (``invalid_reason`` otherwise)."""
+    """The reason as the API accepts it (its schema; ``validation_error`` otherwise)."""
+    import msgspec
+
     from app.accounts.models import SUSPENSION_REASON_MAX_LENGTH
+    from app.accounts.schemas import SuspensionRequest
     from app.errors import ValidationFailed
 
-    if not reason.strip() or len(reason) > SUSPENSION_REASON_MAX_LENGTH:
+    try:
+        return msgspec.convert({"reason": reason}, SuspensionRequest).reason
+    except msgspec.ValidationError:
         raise ValidationFailed(
-            f"The reason must have 1 to {SUSPENSION_REASON_MAX_LENGTH} characters.",
-            code="invalid_reason",
-        )
-    return reason
+            f"The reason must have 1 to {SUSPENSION_REASON_MAX_LENGTH} characters, not only "
+            "blanks, and no NUL character.",
+            details={"field": "reason"},
+        ) from None
 
 
 @main.group("ledger")

@@ -313,7 +313,9 @@ async def test_an_operator_suspends_and_reinstates_from_the_command_line(client,
     for arguments, code in (
         (("suspend", "--username", "ana", "--reason", "again"), "already_suspended"),
         (("suspend", "--username", "nobody", "--reason", "x"), "user_not_found"),
-        (("suspend", "--username", "ana", "--reason", " "), "invalid_reason"),
+        (("suspend", "--username", "ana", "--reason", " "), "validation_error"),
+        (("suspend", "--username", "ana", "--reason", "x" * 501), "validation_error"),
+        (("suspend", "--username", "ana", "--reason", "fraud\u0000"), "validation_error"),
         (("reinstate", "--username", "nobody", "--reason", "x"), "user_not_found"),
     ):
         result = await raiz(*arguments)
