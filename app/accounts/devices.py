@@ -23,10 +23,10 @@ import secrets
 import uuid
 from typing import TYPE_CHECKING, Final
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, func, select, text, update
 
 from app.accounts.models import LoginDevice, User
-from app.db.base import utcnow
+from app.db.base import database_now
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,7 +62,7 @@ class KnownDevices:
             .join(User, User.id == LoginDevice.user_id)
             .where(
                 LoginDevice.token_sha256 == _digest(token),
-                LoginDevice.expires_at > utcnow(),
+                LoginDevice.expires_at > func.now(),
                 User.username == username,
             )
         )
@@ -75,7 +75,7 @@ class KnownDevices:
         user)."""
         await self._lock(user_id)
         token = secrets.token_urlsafe(_DEVICE_TOKEN_BYTES)
-        now = utcnow()
+        now = await database_now(self._session)
         self._session.add(
             LoginDevice(
                 user_id=user_id,
@@ -113,7 +113,7 @@ class KnownDevices:
         :meth:`issue` takes: a new device's trim (least recently used first) either comes
         first, and then this device may be gone, or sees it renewed."""
         await self._lock(user_id)
-        now = utcnow()
+        now = func.now()
         result = await self._session.execute(
             update(LoginDevice)
             .where(LoginDevice.id == device_id, LoginDevice.expires_at > now)
@@ -131,7 +131,7 @@ class KnownDevices:
     async def forget_expired(self) -> int:
         """Delete expired devices (run with the login failures' clean-up); returns how many."""
         result = await self._session.execute(
-            delete(LoginDevice).where(LoginDevice.expires_at <= utcnow())
+            delete(LoginDevice).where(LoginDevice.expires_at <= func.now())
         )
         await self._session.commit()
         return int(getattr(result, "rowcount", 0) or 0)

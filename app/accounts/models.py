@@ -187,8 +187,8 @@ class LoginFailure(GameBase):
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=True)
     username: Mapped[str] = mapped_column(String(64))
     at: Mapped[dt.datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, server_default=text("now()")
-    )
+        DateTime(timezone=True), server_default=text("now()")
+    )  # the database's clock, which counts the failures (app.accounts.throttling)
     remote_address: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     """What failures are counted by: the address, or an IPv6 address's /64 network."""

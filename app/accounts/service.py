@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.devices import KnownDevices
@@ -32,7 +32,7 @@ from app.accounts.passwords import hash_password, verify_password
 from app.accounts.suspension import account_suspended
 from app.accounts.throttling import Throttle, client_key
 from app.accounts.tokens import revoke_live_tokens
-from app.db.base import utcnow
+from app.db.base import database_now
 from app.db.paging import CreationOrder
 from app.errors import (
     AuthenticationError,
@@ -185,6 +185,8 @@ class AccountService:
         )
 
     async def _insert_user(self, user: User) -> User:
+        # the database's clock, which the signup throttle counts by
+        user.created_at = await database_now(self._session)
         self._session.add(user)
         try:
             await self._session.commit()
@@ -243,7 +245,7 @@ class AccountService:
         if suspended_at is not None:
             raise account_suspended(suspended_until)
         await self._throttle.clear_failures(name, client, device=device)
-        issued = self._new_token(user)
+        issued = await self._new_token(user)
         # a device expired or forgotten since it was looked up is not renewed: as a login
         # without one, this login gets a new device
         if device is None or not await self._devices.renew(user.id, device):
@@ -336,9 +338,13 @@ class AccountService:
         logger.info("password_set", user_id=str(user.id), revoked_tokens=count)
         return count
 
-    def _new_token(self, user: User) -> IssuedToken:
+    async def _new_token(self, user: User) -> IssuedToken:
         token = secrets.token_urlsafe(_TOKEN_BYTES)
-        expires_at = utcnow() + dt.timedelta(seconds=self._settings.token_ttl_s)
+        # the database's clock, as every expiry check: a worker's clock off would hand out
+        # tokens already expired, or living longer than token_ttl_s
+        expires_at = await database_now(self._session) + dt.timedelta(
+            seconds=self._settings.token_ttl_s
+        )
         self._session.add(
             AccessToken(token_sha256=token_digest(token), user_id=user.id, expires_at=expires_at)
         )
@@ -354,7 +360,7 @@ class AccountService:
                 .where(
                     AccessToken.token_sha256 == token_digest(token),
                     AccessToken.revoked_at.is_(None),
-                    AccessToken.expires_at > utcnow(),
+                    AccessToken.expires_at > func.now(),
                     User.suspended_at.is_(None),
                 )
             )
@@ -369,7 +375,7 @@ class AccountService:
         await self._session.execute(
             update(AccessToken)
             .where(AccessToken.id == token_id, AccessToken.revoked_at.is_(None))
-            .values(revoked_at=utcnow())
+            .values(revoked_at=func.now())
         )
         await self._session.commit()
 

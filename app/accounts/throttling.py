@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Final
 from sqlalchemy import delete, func, or_, select, text
 
 from app.accounts.models import REMOTE_ADDRESS_MAX_LENGTH, LoginFailure, User
-from app.db.base import utcnow
 from app.errors import RateLimitedError
 
 if TYPE_CHECKING:
@@ -111,7 +110,7 @@ class Throttle:
         return client
 
     async def _over_limit(self, name: str, client: str | None) -> bool:
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        window_start = func.now() - dt.timedelta(seconds=self._settings.login_window_s)
         same_name = LoginFailure.username == name
         same_client = _same_client(client)
         counted = same_name if client is None else or_(same_name, same_client)
@@ -132,7 +131,7 @@ class Throttle:
         )
 
     async def _device_over_limit(self, name: str, device: uuid.UUID) -> bool:
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        window_start = func.now() - dt.timedelta(seconds=self._settings.login_window_s)
         failures = await self._session.scalar(
             select(func.count()).where(
                 LoginFailure.device_id == device,
@@ -164,7 +163,7 @@ class Throttle:
         """Delete failed logins older than the window (they no longer count; a username that
         is never logged into would otherwise keep them for good); returns how many.  Run
         periodically by every worker."""
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.login_window_s)
+        window_start = func.now() - dt.timedelta(seconds=self._settings.login_window_s)
         result = await self._session.execute(
             delete(LoginFailure).where(LoginFailure.at <= window_start)
         )
@@ -174,7 +173,7 @@ class Throttle:
     async def refuse_signups_over_limit(self, client: str) -> None:
         """``signup_throttled`` (429, the session rolled back) when ``client`` signed up
         ``signup_max_per_address`` players within ``signup_window_s``."""
-        window_start = utcnow() - dt.timedelta(seconds=self._settings.signup_window_s)
+        window_start = func.now() - dt.timedelta(seconds=self._settings.signup_window_s)
         recent = await self._session.scalar(
             select(func.count())
             .select_from(User)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 
 from app.accounts.models import AccessToken
-from app.db.base import utcnow
 
 if TYPE_CHECKING:
     import uuid
@@ -22,7 +21,7 @@ async def revoke_live_tokens(
 ) -> int:
     """Revoke every live (unexpired, unrevoked) token of the user but ``keep`` (not
     committed); returns how many were revoked."""
-    now = utcnow()
+    now = func.now()  # the database's clock, as every expiry check
     live = [
         AccessToken.user_id == user_id,
         AccessToken.revoked_at.is_(None),
