@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -16,7 +18,7 @@ import pytest
 
 from app.accounts.service import AccountService
 from app.config import Settings
-from app.db import Database
+from app.db import Database, base
 
 __all__ = (
     "ERROR_KEYS",
@@ -29,6 +31,7 @@ __all__ = (
     "login",
     "sent_while_suspending",
     "until_waiting_on_locks",
+    "worker_clock_off",
 )
 
 ERROR_KEYS = {"code", "message", "details"}
@@ -206,3 +209,17 @@ async def sent_while_suspending(
             return [await response for response in pending]
     finally:
         await holder.close()
+
+
+def worker_clock_off(monkeypatch: pytest.MonkeyPatch, offset: dt.timedelta) -> None:
+    """As if this worker's clock were ``offset`` off: every module of the service reading
+    ``utcnow`` reads it shifted (the database's clock is the right one).  Column defaults
+    bound to ``utcnow`` at import are not shifted."""
+    real = base.utcnow
+
+    def skewed() -> dt.datetime:
+        return real() + offset
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
+            monkeypatch.setattr(module, "utcnow", skewed)

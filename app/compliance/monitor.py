@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from app.compliance.audit import pinned_keys, verify_tables
 from app.compliance.models import AuditSweep, RoundSignature
 from app.compliance.service import allow_fixed_streams
-from app.db.base import utcnow
+from app.db.base import database_now
 from app.rng_api import RngServices
 from app.tables.models import Round
 from ledger.reconcile import sweep_reconcile
@@ -171,7 +171,9 @@ class AuditMonitor:
             )
             if not locked:
                 return None
-            now = utcnow()
+            # the database's clock, as the rounds' signing times: a worker whose clock ran
+            # ahead would move the window past rounds signed after it, never verified
+            now = await database_now(session)
             last = await session.scalar(select(AuditSweep).order_by(AuditSweep.id.desc()).limit(1))
             half = dt.timedelta(seconds=settings.audit_interval_s / 2)
             if last is not None and last.started_at > now - half:
@@ -226,7 +228,7 @@ class AuditMonitor:
             session.add(
                 AuditSweep(
                     started_at=now,
-                    finished_at=utcnow(),
+                    finished_at=func.clock_timestamp(),
                     worker=self._worker,
                     signed_after=signed_after,
                     signed_up_to=signed_up_to,

@@ -6,7 +6,6 @@ lets a guesser past the login throttle.  ``worker_clock_off`` shifts every servi
 from __future__ import annotations
 
 import datetime as dt
-import sys
 import uuid
 
 import asyncpg
@@ -14,7 +13,7 @@ import pytest
 
 from app.accounts.devices import DEVICE_TTL, KnownDevices
 from app.accounts.suspension import SuspensionService
-from app.db import Database, base
+from app.db import Database
 from tests.helpers import (
     DEFAULT_PASSWORD,
     assert_error,
@@ -22,24 +21,12 @@ from tests.helpers import (
     behind_the_proxy,
     create_user,
     login,
+    worker_clock_off,
 )
 
 pytestmark = pytest.mark.asyncio
 
 DAYS = dt.timedelta(days=2)
-
-
-def worker_clock_off(monkeypatch: pytest.MonkeyPatch, offset: dt.timedelta) -> None:
-    """As if this worker's clock were ``offset`` off: every module of the service reading
-    ``utcnow`` reads it shifted."""
-    real = base.utcnow
-
-    def skewed() -> dt.datetime:
-        return real() + offset
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
-            monkeypatch.setattr(module, "utcnow", skewed)
 
 
 async def _database_now(settings) -> dt.datetime:

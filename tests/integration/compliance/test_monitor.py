@@ -106,6 +106,43 @@ async def test_a_sweep_reports_a_changed_payout_in_the_ledger_and_the_round(clie
         await database.dispose()
 
 
+async def test_a_sweep_on_a_worker_whose_clock_runs_ahead_misses_no_round(
+    client, settings, monkeypatch
+):
+    # A sweep on a worker an hour ahead, then a match signed, then a sweep on another
+    # worker: the second verifies the new match's rounds.  With the worker's clock, the first
+    # sweep's window would have reached an hour into the future, and the rounds signed
+    # within that hour would be left out of every later sweep (their signing time is before
+    # where the next window starts).
+    import datetime as dt
+
+    from tests.helpers import worker_clock_off
+
+    first_match = await play_match(client, settings, players=2, lives=1, names="early")
+    url = settings.database_url
+    eager = make_settings(url, audit_settle_s=0, audit_interval_s=1e-3)
+    database = Database.connect(url, eager)
+    try:
+        worker_clock_off(monkeypatch, dt.timedelta(hours=1))
+        first = await AuditMonitor(database, eager).run()
+        assert first is not None and first.ok, first
+        assert first.rounds_verified == await rounds_signed(url, first_match["table_id"])
+        monkeypatch.undo()
+        second_match = await play_match(
+            client,
+            settings,
+            players=2,
+            lives=1,
+            names="later",
+            operator_token=first_match["operator"],
+        )
+        second = await AuditMonitor(database, eager).run()
+        assert second is not None and second.ok, second
+        assert second.rounds_verified == await rounds_signed(url, second_match["table_id"]) > 0
+    finally:
+        await database.dispose()
+
+
 async def test_every_worker_reports_the_latest_sweep_whoever_ran_it(client, settings):
     # This worker's own last sweep found problems; then another instance's worker swept
     # clean.  The alert (max over instances) must clear: every worker reports the latest
