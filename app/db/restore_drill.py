@@ -16,8 +16,9 @@
 3. **Checks on the copy**: the ledger reconciliation (``raiz ledger reconcile``) and the full
    round verification (``raiz audit verify-all``), with the operator's settings (the seed
    keyring unseals the seeds) pointed at the copy.
-4. **Comparison**, source snapshot against copy: every table of every schema (row count and an
-   order-independent digest of the rows' text), every sequence's position, the ledger's
+4. **Comparison** (:mod:`app.db.drill_facts`), source snapshot against copy: every table of
+   every schema (row count and an order-independent digest of the rows' text), every
+   sequence's position, the ledger's
    balances per currency, the latest checkpoint (id, tree size, Merkle root, key), the
    Alembic heads, and the structure (owners and grants of schemas, tables, columns and
    functions, default privileges, triggers with their enabled state, constraints with their
@@ -38,9 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -54,6 +53,8 @@ from typing import TYPE_CHECKING, TypeVar
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from app.db.drill_facts import Facts, compare_facts, quote, read_facts
+
 if TYPE_CHECKING:
     from app.config import Settings
 
@@ -64,9 +65,6 @@ __all__ = (
     "DrillCannotRun",
     "DrillHooks",
     "DrillReport",
-    "Facts",
-    "compare_facts",
-    "read_facts",
     "run_drill",
     "until_terminated",
 )
@@ -80,8 +78,6 @@ LEFTOVER_AGE = dt.timedelta(hours=24)
 """A scratch database or dump folder older than this is an interrupted drill's: no drill runs
 this long, so the next drill removes it."""
 APPLICATION_NAME = "raiz-restore-drill"
-SHOWN_PER_KIND = 20
-"""Structure lines shown per side of a difference (the rest are counted)."""
 OUTPUT_TAIL_CHARS = 2_000
 """What a failed ``pg_dump``/``pg_restore`` said, at most (its end)."""
 
@@ -98,229 +94,6 @@ SESSION_SETTINGS = {
     "idle_in_transaction_session_timeout": "0",
 }
 READ_ONLY = {**SESSION_SETTINGS, "default_transaction_read_only": "on"}
-
-_OUR_SCHEMAS = """n.nspname NOT IN ('pg_catalog', 'information_schema')
-                  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'"""
-
-# Identifiers come from the catalog and are quoted (_quote); no value is spliced.
-_TABLES = f"""SELECT n.nspname, c.relname FROM pg_class c
-              JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE c.relkind IN ('r', 'p') AND {_OUR_SCHEMAS} ORDER BY 1, 2"""  # noqa: S608
-_SEQUENCES = f"""SELECT n.nspname, c.relname FROM pg_class c
-                 JOIN pg_namespace n ON n.oid = c.relnamespace
-                 WHERE c.relkind = 'S' AND {_OUR_SCHEMAS} ORDER BY 1, 2"""  # noqa: S608
-
-
-def _acl(column: str) -> str:
-    """An ACL column as sorted text (a restore may grant in another order)."""
-    return (
-        "COALESCE((SELECT string_agg(a::text, ',' ORDER BY a::text) "  # noqa: S608
-        f"FROM unnest({column}) a), '-')"
-    )
-
-
-_STRUCTURE = f"""
-SELECT format('schema %I owner %s acl %s', n.nspname, pg_get_userbyid(n.nspowner),
-              {_acl("n.nspacl")}), NULL
-FROM pg_namespace n WHERE {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('relation %s kind %s owner %s acl %s', c.oid::regclass, c.relkind,
-              pg_get_userbyid(c.relowner), {_acl("c.relacl")}), NULL
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') AND {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('column %s.%I acl %s', c.oid::regclass, a.attname, {_acl("a.attacl")}), NULL
-FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE a.attacl IS NOT NULL AND NOT a.attisdropped AND {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('trigger %s.%I enabled %s', t.tgrelid::regclass, t.tgname, t.tgenabled),
-       pg_get_triggerdef(t.oid)
-FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE NOT t.tgisinternal AND {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('constraint %s.%I validated %s', c.oid::regclass, k.conname, k.convalidated),
-       pg_get_constraintdef(k.oid)
-FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('index %s valid %s', i.indexrelid::regclass, i.indisvalid),
-       pg_get_indexdef(i.indexrelid)
-FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('function %s owner %s acl %s', p.oid::regprocedure,
-              pg_get_userbyid(p.proowner), {_acl("p.proacl")}),
-       pg_get_functiondef(p.oid)
-FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE p.prokind IN ('f', 'p') AND {_OUR_SCHEMAS}
-UNION ALL
-SELECT format('default privileges of %s in %s on %s: %s', pg_get_userbyid(d.defaclrole),
-              COALESCE(d.defaclnamespace::regnamespace::text, '(all schemas)'),
-              d.defaclobjtype, {_acl("d.defaclacl")}), NULL
-FROM pg_default_acl d
-UNION ALL
-SELECT format('extension %I %s', e.extname, e.extversion), NULL FROM pg_extension e
-"""  # noqa: S608
-"""Each line, and the definition it stands for (a trigger's, constraint's, index's, function's)."""
-
-_CAST = re.compile(r"::[a-z_ ]+(\[\])?")
-_NOISE = re.compile(r"[()\s]+")
-
-
-def _fingerprint(definition: str | None) -> str:
-    """A short digest of a definition as PostgreSQL prints it, insensitive to what a dump and
-    restore change in the print without changing the meaning: a restored
-    ``role IN ('a', 'b')`` on a varchar column prints ``ARRAY[('a'::character varying)::text,
-    ...]`` where the source printed ``(ARRAY['a'::character varying, ...])::text[]``, so casts,
-    parentheses and white space are left out."""
-    if definition is None:
-        return ""
-    normalized = _NOISE.sub("", _CAST.sub("", definition))
-    return " " + hashlib.md5(normalized.encode(), usedforsecurity=False).hexdigest()[:12]
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _row_digest(schema: str, table: str) -> str:
-    """Row count and an order-independent digest of a table's rows: the sum of the first 64
-    bits of each row text's MD5 (no sort: one sequential read)."""
-    return (
-        "SELECT count(*), COALESCE(sum(('x' || left(md5(ROW(r.*)::text), 16))"  # noqa: S608
-        "::bit(64)::bigint::numeric), 0)::text "
-        f"FROM {_quote(schema)}.{_quote(table)} AS r"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    """What must be the same in the source and in its restored copy."""
-
-    tables: dict[str, tuple[int, str]]
-    """Every table (``schema.name``): its row count and rows' digest."""
-    sequences: dict[str, tuple[int, bool]]
-    """Every sequence: ``last_value`` and ``is_called``."""
-    balances: dict[str, tuple[int, int]]
-    """Per currency: the sum of the ledger's account balances, and the number of accounts."""
-    checkpoint: str | None
-    """The latest signed checkpoint: id, tree size, Merkle root, key (None: none yet)."""
-    heads: tuple[str, ...]
-    """The Alembic revisions recorded in ``public.alembic_version``."""
-    structure: frozenset[str]
-    """One line per owner and grant, trigger, constraint, index, function, extension."""
-
-    @property
-    def rows(self) -> int:
-        """Rows in every table together."""
-        return sum(count for count, _ in self.tables.values())
-
-
-async def read_facts(connection: asyncpg.Connection) -> Facts:
-    """The facts of the database behind ``connection``, in its current transaction (the caller
-    opens a repeatable-read one to get a single snapshot)."""
-    tables: dict[str, tuple[int, str]] = {}
-    for schema, table in await connection.fetch(_TABLES):
-        count, digest = await connection.fetchrow(_row_digest(schema, table))
-        tables[f"{schema}.{table}"] = (int(count), str(digest))
-    sequences: dict[str, tuple[int, bool]] = {}
-    for schema, sequence in await connection.fetch(_SEQUENCES):
-        row = await connection.fetchrow(
-            f"SELECT last_value, is_called FROM {_quote(schema)}.{_quote(sequence)}"  # noqa: S608
-        )
-        sequences[f"{schema}.{sequence}"] = (int(row["last_value"]), bool(row["is_called"]))
-    balances: dict[str, tuple[int, int]] = {}
-    if "ledger.accounts" in tables:
-        for row in await connection.fetch(
-            "SELECT currency, sum(balance_cents) AS total, count(*) AS accounts "
-            "FROM ledger.accounts GROUP BY currency ORDER BY currency"
-        ):
-            balances[str(row["currency"])] = (int(row["total"]), int(row["accounts"]))
-    checkpoint = None
-    if "game.checkpoints" in tables:
-        row = await connection.fetchrow(
-            "SELECT id, tree_size, encode(root, 'hex') AS root, key_id "
-            "FROM game.checkpoints ORDER BY id DESC LIMIT 1"
-        )
-        if row is not None:
-            checkpoint = (
-                f"#{row['id']} over {row['tree_size']} rounds, root {row['root']}, "
-                f"key {row['key_id']}"
-            )
-    heads: tuple[str, ...] = ()
-    if "public.alembic_version" in tables:
-        heads = tuple(
-            sorted(
-                str(value)
-                for (value,) in await connection.fetch(
-                    "SELECT version_num FROM public.alembic_version"
-                )
-            )
-        )
-    structure = frozenset(
-        f"{line}{_fingerprint(definition)}"
-        for line, definition in await connection.fetch(_STRUCTURE)
-    )
-    return Facts(tables, sequences, balances, checkpoint, heads, structure)
-
-
-def _differing(kind: str, source: dict[str, object], copy: dict[str, object]) -> list[str]:
-    problems = []
-    for name in sorted(source.keys() | copy.keys()):
-        if name not in copy:
-            problems.append(f"{kind} {name}: in the source, missing from the copy")
-        elif name not in source:
-            problems.append(f"{kind} {name}: in the copy only")
-        elif source[name] != copy[name]:
-            problems.append(
-                f"{kind} {name}: {source[name]} in the source, {copy[name]} in the copy"
-            )
-    return problems
-
-
-def compare_facts(source: Facts, copy: Facts) -> list[str]:
-    """Every difference between the source's facts and the copy's, one line each."""
-    problems: list[str] = []
-    for name in sorted(source.tables.keys() | copy.tables.keys()):
-        if name not in copy.tables:
-            problems.append(f"table {name}: in the source, missing from the copy")
-        elif name not in source.tables:
-            problems.append(f"table {name}: in the copy only")
-        else:
-            (source_rows, source_digest), (copy_rows, copy_digest) = (
-                source.tables[name],
-                copy.tables[name],
-            )
-            if source_rows != copy_rows:
-                problems.append(
-                    f"table {name}: {source_rows} rows in the source, {copy_rows} in the copy"
-                )
-            elif source_digest != copy_digest:
-                problems.append(f"table {name}: {source_rows} rows in both, but different contents")
-    problems += _differing("sequence", dict(source.sequences), dict(copy.sequences))
-    problems += _differing("balance", dict(source.balances), dict(copy.balances))
-    if source.checkpoint != copy.checkpoint:
-        problems.append(
-            f"latest checkpoint: {source.checkpoint} in the source, {copy.checkpoint} in the copy"
-        )
-    if source.heads != copy.heads:
-        problems.append(
-            f"alembic heads: {', '.join(source.heads) or 'none'} in the source, "
-            f"{', '.join(copy.heads) or 'none'} in the copy"
-        )
-    for side, lines in (
-        ("the source only", sorted(source.structure - copy.structure)),
-        ("the copy only", sorted(copy.structure - source.structure)),
-    ):
-        for line in lines[:SHOWN_PER_KIND]:
-            problems.append(f"structure in {side}: {line}")
-        if len(lines) > SHOWN_PER_KIND:
-            problems.append(f"structure in {side}: {len(lines) - SHOWN_PER_KIND} more lines")
-    return problems
 
 
 class DrillCannotRun(Exception):
@@ -478,7 +251,7 @@ async def _sweep_leftovers(
     for (name,) in names:
         created = _created(name, SCRATCH_PREFIX)
         if created is not None and now - created > LEFTOVER_AGE:
-            await admin.execute(f"DROP DATABASE IF EXISTS {_quote(name)} WITH (FORCE)")
+            await admin.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
             report.notes.append(f"dropped {name}, left by a drill interrupted on {created:%c}")
         else:
             report.notes.append(
@@ -615,7 +388,7 @@ async def run_drill(
         admin = await _connect(scratch_server_url, "scratch server", SESSION_SETTINGS)
         try:
             await _sweep_leftovers(admin, folder, now, report)
-            await admin.execute(f"CREATE DATABASE {_quote(name)} TEMPLATE template0")
+            await admin.execute(f"CREATE DATABASE {quote(name)} TEMPLATE template0")
         except asyncpg.PostgresError as error:
             raise DrillCannotRun(f"cannot create the scratch database {name}: {error}") from None
         finally:
@@ -686,6 +459,6 @@ async def _restore_and_check(
 async def _drop(scratch_server_url: str, name: str) -> None:
     admin = await _connect(scratch_server_url, "scratch server", SESSION_SETTINGS)
     try:
-        await admin.execute(f"DROP DATABASE IF EXISTS {_quote(name)} WITH (FORCE)")
+        await admin.execute(f"DROP DATABASE IF EXISTS {quote(name)} WITH (FORCE)")
     finally:
         await admin.close()

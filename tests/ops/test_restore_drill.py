@@ -20,14 +20,8 @@ from litestar.testing import AsyncTestClient
 from app.compliance.checkpoints import make_checkpoint
 from app.config import Settings
 from app.db import Database
-from app.db.restore_drill import (
-    SCRATCH_PREFIX,
-    DrillHooks,
-    DrillReport,
-    compare_facts,
-    read_facts,
-    run_drill,
-)
+from app.db.drill_facts import compare_facts, read_facts
+from app.db.restore_drill import SCRATCH_PREFIX, DrillHooks, DrillReport, run_drill
 from app.main import create_app
 from tests.conftest import _admin_sql, _drop, _with_database, make_settings
 from tests.helpers import auth
