@@ -32,7 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
 from rng import metrics
@@ -45,7 +45,6 @@ from rng.models import (
     FixedStreamRow,
     RevealRow,
     RoundRow,
-    utcnow,
 )
 from rng.sealing import SealedSeed, SealingError
 from rng.shuffle import MAX_PERMUTATION_SIZE
@@ -276,7 +275,7 @@ class RngService:
             seed = new_round_seed(algorithm.version)
             sealed = self._sealer.seal(seed, associated_data(round_id))
             commitment = algorithm.commitment(seed)
-            committed_at = utcnow()
+            committed_at = await self._clock()
             # DO NOTHING instead of an error keeps the caller's transaction usable: a conflict
             # is either a concurrent commit of the same round or a repeated seed (whose
             # commitment, UNIQUE, would repeat too).
@@ -377,7 +376,7 @@ class RngService:
                 contributor=contributor,
                 position=len(contributors),
                 client_seed=client_seed,
-                added_at=utcnow(),
+                added_at=await self._clock(),
             )
         )
         await self._session.flush()
@@ -432,7 +431,9 @@ class RngService:
             chance = derive_stream(seed, label, client_seeds, round_row.version)
         if drawn is None:
             self._session.add(
-                DrawnStreamRow(round_id=round_id, label=label, fixed=use_fixed, drawn_at=utcnow())
+                DrawnStreamRow(
+                    round_id=round_id, label=label, fixed=use_fixed, drawn_at=await self._clock()
+                )
             )
             await self._session.flush()
             kind = metrics.label_kind(label)
@@ -454,7 +455,7 @@ class RngService:
         if existing is not None:
             return existing.seed
         seed = self._open(round_row)
-        self._session.add(RevealRow(round_id=round_id, seed=seed, revealed_at=utcnow()))
+        self._session.add(RevealRow(round_id=round_id, seed=seed, revealed_at=await self._clock()))
         await self._session.flush()
         metrics.REVEALS.labels(round_row.version).inc()
         logger.info("rng_round_revealed", round_id=str(round_id), version=round_row.version)
@@ -597,7 +598,7 @@ class RngService:
                 label=label,
                 permutation=scripted if isinstance(scripted, list) else None,
                 draw=scripted if isinstance(scripted, int) else None,
-                created_at=utcnow(),
+                created_at=await self._clock(),
             )
         )
         await self._session.flush()
@@ -623,6 +624,16 @@ class RngService:
             msg = f"the sealed seed of round {round_row.id} does not match its commitment"
             raise SealingError(msg)
         return seed
+
+    async def _clock(self) -> dt.datetime:
+        """The database server's clock, now (``clock_timestamp()``): every worker dates the
+        round's commitment, client seeds, draws and reveal on the same clock, so their order
+        in time is their order of happening, whichever worker did each (the public record
+        lists the draws by time)."""
+        moment: dt.datetime = (
+            await self._session.execute(select(func.clock_timestamp()))
+        ).scalar_one()
+        return moment
 
     async def _lock_round(self, round_id: uuid.UUID) -> RoundRow:
         round_row = await self._session.scalar(

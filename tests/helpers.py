@@ -215,11 +215,14 @@ def worker_clock_off(monkeypatch: pytest.MonkeyPatch, offset: dt.timedelta) -> N
     """As if this worker's clock were ``offset`` off: every module of the service reading
     ``utcnow`` reads it shifted (the database's clock is the right one).  Column defaults
     bound to ``utcnow`` at import are not shifted."""
+    from rng import models as rng_models
+
     real = base.utcnow
+    clocks = (real, rng_models.utcnow)
 
     def skewed() -> dt.datetime:
         return real() + offset
 
     for name, module in list(sys.modules.items()):
-        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
+        if name.startswith(("app.", "rng.")) and getattr(module, "utcnow", None) in clocks:
             monkeypatch.setattr(module, "utcnow", skewed)

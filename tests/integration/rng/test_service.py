@@ -8,6 +8,7 @@ import uuid
 
 import asyncpg
 import pytest
+from sqlalchemy import func, select
 
 import rng.service
 from rng.sealing import SealingError, SeedSealer
@@ -490,3 +491,38 @@ async def test_rng_tables_are_append_only(rng_transaction, raw, statement):
         await service.reveal(round_id)
     with pytest.raises(asyncpg.RestrictViolationError, match="is append-only"):
         await raw.execute(statement)
+
+
+async def test_every_worker_dates_a_round_on_the_databases_clock(rng_transaction, monkeypatch):
+    # Committed on a worker an hour ahead, the deal and a client seed on one an hour late,
+    # the reshuffle and the reveal on the first again: the dates follow what happened (the
+    # public record lists the draws by date), each the database's clock at the time.
+    import datetime as dt
+
+    from tests.helpers import worker_clock_off
+
+    def worker(offset_hours: int) -> None:
+        monkeypatch.undo()
+        worker_clock_off(monkeypatch, dt.timedelta(hours=offset_hours))
+
+    worker(+1)
+    async with rng_transaction() as service:
+        commitment = await service.commit_round(new_table(), 1)
+    worker(-1)
+    async with rng_transaction() as service:
+        await service.add_client_seed(commitment.id, "ana", bytes(range(16)))
+        await service.stream(commitment.id, "deal")
+    worker(+1)
+    async with rng_transaction() as service:
+        await service.stream(commitment.id, "reshuffle-1")
+        await service.reveal(commitment.id)
+        public = await service.public_round(commitment.id)
+        database_now = (await service._session.execute(select(func.now()))).scalar_one()
+    monkeypatch.undo()
+    assert [stream.label for stream in public.streams] == ["deal", "reshuffle-1"]
+    dates = [public.committed_at, *(stream.drawn_at for stream in public.streams)]
+    assert public.revealed_at is not None
+    dates.append(public.revealed_at)
+    assert dates == sorted(dates)
+    assert all(abs((database_now - moment).total_seconds()) < 60 for moment in dates)
+    assert public.committed_at == commitment.committed_at
