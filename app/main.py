@@ -49,6 +49,7 @@ from app.metrics import (
     HTTP_LATENCY_BUCKETS_S,
     forget_dead_workers,
     forget_this_worker,
+    measure_clock_skew,
     update_pool_gauges,
 )
 from app.rng_api import (
@@ -154,6 +155,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await count_failed_deadlines(db)
         await count_latest_sweep(db)
         await count_pending_rounds(db)
+        await measure_clock_skew(db)
 
     async def end_self_exclusions() -> None:
         async with db.session() as session:

@@ -8,18 +8,24 @@ mode (``PROMETHEUS_MULTIPROC_DIR`` set) gauges aggregate across live workers.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client import Gauge, multiprocess
-from sqlalchemy import event
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session, SessionTransaction
+
+from app.db import base
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+    from app.db import Database
+
 __all__ = (
+    "CLOCK_SKEW",
     "DB_POOL_CAPACITY",
     "DB_POOL_CHECKED_OUT",
     "DB_POOL_OVERFLOW",
@@ -28,6 +34,7 @@ __all__ = (
     "count_on_commit",
     "forget_dead_workers",
     "forget_this_worker",
+    "measure_clock_skew",
     "update_pool_gauges",
 )
 
@@ -87,6 +94,29 @@ DB_POOL_CAPACITY = Gauge(
     "Most connections the pool may open (size + max overflow), summed over workers.",
     multiprocess_mode="livesum",
 )
+
+
+CLOCK_SKEW = Gauge(
+    "raiz_clock_skew_seconds",
+    "This host's clock minus the database server's (positive: the host is ahead), measured "
+    "every 5 s at the middle of a round trip.",
+    multiprocess_mode="livemostrecent",
+)
+
+
+async def measure_clock_skew(database: Database) -> float:
+    """Set and return :data:`CLOCK_SKEW`: the host's clock against the database server's
+    (``clock_timestamp()``), give or take half a round trip.  Every decision about time is
+    taken on the database's clock; the host's still dates the logs, times the APScheduler
+    wake-ups and judges the payment webhook's signature age (docs/operations.md, Clocks)."""
+    async with database.session() as session:
+        await session.execute(select(1))  # the connection and its transaction are ready
+        before = base.utcnow()
+        server: dt.datetime = (await session.execute(select(func.clock_timestamp()))).scalar_one()
+        after = base.utcnow()
+    skew = (before + (after - before) / 2 - server).total_seconds()
+    CLOCK_SKEW.set(skew)
+    return skew
 
 
 def _running(pid: int) -> bool:
