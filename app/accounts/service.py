@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.devices import KnownDevices
@@ -86,6 +86,20 @@ _PASSWORD_MAX_LENGTH = 128
 _TOKEN_BYTES = 32
 OLDEST_FIRST = CreationOrder(User.created_at, User.id, newest_first=False)
 """The order of user listings: earliest created first, ties by id."""
+
+
+# Built once: every request and every view pushed to a socket checks a token.  A token is
+# live while it is unrevoked and unexpired and its account is not suspended.
+_LIVE_TOKEN = (
+    AccessToken.revoked_at.is_(None),
+    AccessToken.expires_at > bindparam("now"),
+    User.suspended_at.is_(None),
+)
+_AUTHENTICATE = (
+    select(AccessToken.id, User.id, User.username, User.role)
+    .join(User, User.id == AccessToken.user_id)
+    .where(AccessToken.token_sha256 == bindparam("digest"), *_LIVE_TOKEN)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,14 +363,7 @@ class AccountService:
         suspended), else None."""
         row = (
             await self._session.execute(
-                select(AccessToken.id, User.id, User.username, User.role)
-                .join(User, User.id == AccessToken.user_id)
-                .where(
-                    AccessToken.token_sha256 == token_digest(token),
-                    AccessToken.revoked_at.is_(None),
-                    AccessToken.expires_at > utcnow(),
-                    User.suspended_at.is_(None),
-                )
+                _AUTHENTICATE, {"digest": token_digest(token), "now": utcnow()}
             )
         ).first()
         if row is None:
