@@ -12,13 +12,14 @@ import re
 import secrets
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
-from sqlalchemy import func, select, update
+from sqlalchemy import LargeBinary, any_, bindparam, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 
 from app.accounts.devices import KnownDevices
@@ -52,6 +53,7 @@ __all__ = (
     "AccountService",
     "IssuedToken",
     "Principal",
+    "live_token_digests",
     "token_digest",
 )
 
@@ -86,6 +88,36 @@ _PASSWORD_MAX_LENGTH = 128
 _TOKEN_BYTES = 32
 OLDEST_FIRST = CreationOrder(User.created_at, User.id, newest_first=False)
 """The order of user listings: earliest created first, ties by id."""
+
+
+# Built once: every request and every view pushed to a socket checks a token.  A token is
+# live while it is unrevoked and unexpired (on the database's clock, as it was issued) and its
+# account is not suspended.
+_LIVE_TOKEN = (
+    AccessToken.revoked_at.is_(None),
+    AccessToken.expires_at > func.now(),
+    User.suspended_at.is_(None),
+)
+_AUTHENTICATE = (
+    select(AccessToken.id, User.id, User.username, User.role)
+    .join(User, User.id == AccessToken.user_id)
+    .where(AccessToken.token_sha256 == bindparam("digest"), *_LIVE_TOKEN)
+)
+_DIGESTS = ARRAY(LargeBinary)
+_LIVE_DIGESTS = (
+    select(AccessToken.token_sha256)
+    .join(User, User.id == AccessToken.user_id)
+    .where(AccessToken.token_sha256 == any_(bindparam("digests", type_=_DIGESTS)), *_LIVE_TOKEN)
+)
+
+
+async def live_token_digests(session: AsyncSession, digests: Collection[bytes]) -> frozenset[bytes]:
+    """Those of ``digests`` (:func:`token_digest`) whose token
+    :meth:`AccountService.authenticate` accepts now: many sockets' tokens in one query."""
+    if not digests:
+        return frozenset()
+    rows = await session.scalars(_LIVE_DIGESTS, {"digests": list(digests)})
+    return frozenset(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,18 +385,7 @@ class AccountService:
     async def authenticate(self, token: str) -> Principal | None:
         """The principal of a valid token (known, unexpired, unrevoked, of an account not
         suspended), else None."""
-        row = (
-            await self._session.execute(
-                select(AccessToken.id, User.id, User.username, User.role)
-                .join(User, User.id == AccessToken.user_id)
-                .where(
-                    AccessToken.token_sha256 == token_digest(token),
-                    AccessToken.revoked_at.is_(None),
-                    AccessToken.expires_at > func.now(),
-                    User.suspended_at.is_(None),
-                )
-            )
-        ).first()
+        row = (await self._session.execute(_AUTHENTICATE, {"digest": token_digest(token)})).first()
         if row is None:
             return None
         token_id, user_id, username, role = row

@@ -14,7 +14,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, text
+from sqlalchemy import bindparam, select, text, true
+from sqlalchemy.orm import defer
 
 from app.compliance.signatures import sign_round
 from app.db.base import utcnow
@@ -34,6 +35,22 @@ if TYPE_CHECKING:
 __all__ = ("TableDriver", "notify_channel")
 
 _PERMUTATION_KINDS = frozenset({"deal", "reshuffle"})
+
+# Built once (every action reads it): the round in play and its last log entry, in one
+# statement; the round's start state (a whole match snapshot) is not loaded, nor needed.
+_LAST_ENTRY = (
+    select(RoundLogEntry.seq, RoundLogEntry.hash)
+    .where(RoundLogEntry.round_id == Round.id)
+    .order_by(RoundLogEntry.seq.desc())
+    .limit(1)
+    .lateral()
+)
+_CURRENT_ROUND = (
+    select(Round, _LAST_ENTRY.c.seq, _LAST_ENTRY.c.hash)
+    .outerjoin(_LAST_ENTRY, true())
+    .where(Round.table_id == bindparam("table_id"), Round.number == bindparam("number"))
+    .options(defer(Round.start_state, raiseload=True))
+)
 
 
 def notify_channel(table_id: uuid.UUID) -> str:
@@ -74,25 +91,18 @@ class TableDriver:
     async def current_round(self) -> Round:
         """The round in play (loaded with its chain position on first use)."""
         if self._round is None:
-            self._round = await self._session.scalar(
-                select(Round).where(
-                    Round.table_id == self.table.id, Round.number == self.table.round_number
-                )
-            )
-            if self._round is None:
-                raise RuntimeError("table has no current round")
-            last = (
+            row = (
                 await self._session.execute(
-                    select(RoundLogEntry.seq, RoundLogEntry.hash)
-                    .where(RoundLogEntry.round_id == self._round.id)
-                    .order_by(RoundLogEntry.seq.desc())
-                    .limit(1)
+                    _CURRENT_ROUND, {"table_id": self.table.id, "number": self.table.round_number}
                 )
             ).first()
-            if last is None:
+            if row is None:
+                raise RuntimeError("table has no current round")
+            self._round, last_seq, last_hash = row
+            if last_seq is None:
                 self._seq, self._last_hash = 0, genesis_hash(self._round.id, self._round.commitment)
             else:
-                self._seq, self._last_hash = last[0], last[1]
+                self._seq, self._last_hash = last_seq, last_hash
         return self._round
 
     async def seats_by_engine_seat(self) -> dict[int, Seat]:

@@ -15,7 +15,9 @@ sockets of a worker in one statement.
 
 The socket's token is checked again before every view it is sent and on a ping (as often as
 a ping refreshes presence): once the token is revoked (logout, ``revoke-tokens``) or expired,
-the socket is closed with ``UNAUTHORIZED_CLOSE_CODE`` instead of receiving another view.
+the socket is closed with ``UNAUTHORIZED_CLOSE_CODE`` instead of receiving another view.  The
+shared read checks the tokens of every socket of the table open in the worker when it starts,
+in one query; a socket opened during a read checks its own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import functools
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -41,7 +44,7 @@ from sqlalchemy.dialects.postgresql import insert
 
 from app import config
 from app.accounts.auth import principal_of
-from app.accounts.service import AccountService
+from app.accounts.service import AccountService, live_token_digests, token_digest
 from app.db import Database
 from app.db.base import utcnow
 from app.tables.driver import notify_channel
@@ -54,6 +57,7 @@ __all__ = (
     "PING_CHECK_INTERVAL_S",
     "PRESENCE_REFRESH_S",
     "OpenSockets",
+    "SharedRead",
     "SharedTableReads",
     "table_socket",
 )
@@ -119,24 +123,53 @@ class OpenSockets:
             await session.commit()
 
 
+@dataclass(frozen=True, slots=True)
+class SharedRead:
+    """One read of a table shared by the sockets of a worker."""
+
+    snapshot: TableSnapshot | None
+    """The table (``None`` when it does not exist)."""
+    checked: frozenset[bytes]
+    """The token digests of the table's sockets (:meth:`SharedTableReads.watching`) when the
+    read started: each was checked in the read's transaction."""
+    live: frozenset[bytes]
+    """Those of ``checked`` still live (unrevoked, unexpired, account not suspended)."""
+
+
 class SharedTableReads:
     """One read of a table for all the sockets of this worker that need it at once.
 
     A socket woken by a notification at time ``t`` joins a read started at or after ``t``
     (so it sees the committed change: NOTIFY is delivered only after the commit), or starts
-    one. A read is forgotten when it completes.
+    one. A read is forgotten when it completes.  It also checks, in one query, the tokens of
+    every socket watching the table (:meth:`watching`) at its start.
     """
 
     def __init__(self, database: Database) -> None:
         self._database = database
-        self._reads: dict[uuid.UUID, tuple[float, asyncio.Task[TableSnapshot | None]]] = {}
+        self._reads: dict[uuid.UUID, tuple[float, asyncio.Task[SharedRead]]] = {}
+        self._tokens: dict[uuid.UUID, collections.Counter[bytes]] = {}
 
-    async def snapshot(self, table_id: uuid.UUID, not_before: float) -> TableSnapshot | None:
-        """The table as read at or after ``not_before`` (``time.monotonic()``); ``None``
-        when it does not exist."""
+    @contextlib.contextmanager
+    def watching(self, table_id: uuid.UUID, digest: bytes) -> Iterator[None]:
+        """Check the token ``digest`` in every read of ``table_id`` started during the block."""
+        tokens = self._tokens.setdefault(table_id, collections.Counter())
+        tokens[digest] += 1
+        try:
+            yield
+        finally:
+            tokens[digest] -= 1
+            if tokens[digest] <= 0:
+                del tokens[digest]
+                if not tokens:
+                    del self._tokens[table_id]
+
+    async def read(self, table_id: uuid.UUID, not_before: float) -> SharedRead:
+        """The table as read at or after ``not_before`` (``time.monotonic()``)."""
         read = self._reads.get(table_id)
         if read is None or read[0] < not_before:
-            read = (time.monotonic(), asyncio.ensure_future(self._read(table_id)))
+            digests = frozenset(self._tokens.get(table_id, ()))
+            read = (time.monotonic(), asyncio.ensure_future(self._read(table_id, digests)))
             self._reads[table_id] = read
             read[1].add_done_callback(functools.partial(self._forget, table_id, read))
         # shielded: a socket that goes away must not cancel the others' read
@@ -145,8 +178,8 @@ class SharedTableReads:
     def _forget(
         self,
         table_id: uuid.UUID,
-        read: tuple[float, asyncio.Task[TableSnapshot | None]],
-        task: asyncio.Task[TableSnapshot | None],
+        read: tuple[float, asyncio.Task[SharedRead]],
+        task: asyncio.Task[SharedRead],
     ) -> None:
         if self._reads.get(table_id) is read:
             del self._reads[table_id]
@@ -154,10 +187,13 @@ class SharedTableReads:
             # every socket awaiting the read gets its error; none may be left to await it
             task.exception()
 
-    async def _read(self, table_id: uuid.UUID) -> TableSnapshot | None:
+    async def _read(self, table_id: uuid.UUID, digests: frozenset[bytes]) -> SharedRead:
         async with self._database.session() as session:
             table = await session.get(Table, table_id)
-            return None if table is None else await read_table(session, table)
+            if table is None:
+                return SharedRead(None, frozenset(), frozenset())
+            snapshot = await read_table(session, table)
+            return SharedRead(snapshot, digests, await live_token_digests(session, digests))
 
 
 def _is_ping(message: str) -> bool:
@@ -183,6 +219,7 @@ async def table_socket(
     """
     principal = principal_of(socket)
     token = str(socket.auth)
+    digest = token_digest(token)
     database: Database = socket.app.state.database
     runtime: TableRuntime = socket.app.state.table_runtime
     open_sockets: OpenSockets = socket.app.state.open_sockets
@@ -193,8 +230,11 @@ async def table_socket(
         async with database.session() as session:
             valid = await AccountService(session, socket.app.state.settings).authenticate(token)
         if valid is None:
-            await socket.close(code=UNAUTHORIZED_CLOSE_CODE, reason="not_authenticated")
-            raise WebSocketDisconnect(detail="token revoked or expired")
+            await close_unauthorized()
+
+    async def close_unauthorized() -> None:
+        await socket.close(code=UNAUTHORIZED_CLOSE_CODE, reason="not_authenticated")
+        raise WebSocketDisconnect(detail="token revoked or expired")
 
     async def refresh(*, send_view: bool, touch: bool) -> bool:
         """Re-read the table: record a seated player's presence (``touch``), send the
@@ -252,15 +292,19 @@ async def table_socket(
             while True:
                 await changed.wait()
                 changed.clear()
-                snapshot = await shared_reads.snapshot(table_id, notified_at)
-                if snapshot is not None:
-                    await require_token()
-                    view = render_view(snapshot, principal.user_id)
+                read = await shared_reads.read(table_id, notified_at)
+                if read.snapshot is not None:
+                    if digest not in read.checked:
+                        await require_token()  # opened after the read started
+                    elif digest not in read.live:
+                        await close_unauthorized()
+                    view = render_view(read.snapshot, principal.user_id)
                     await socket.send_json({"type": "view", "view": view})
 
         with (
             contextlib.suppress(WebSocketDisconnect),
             open_sockets.opened(table_id, principal.user_id),
+            shared_reads.watching(table_id, digest),
         ):
             try:
                 async with anyio.create_task_group() as group:

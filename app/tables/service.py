@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.dialects.postgresql import insert
 
 from app.accounts.limits import lock_player_limits, require_within_limits
@@ -46,6 +46,36 @@ __all__ = ("TableService", "net_prize_cents")
 LOBBY_ORDER = CreationOrder(Table.created_at, Table.id, newest_first=True)
 """The order of table listings: latest created first, ties by id."""
 
+# Built once: every action runs them.
+_LOCK = select(Table).where(Table.id == bindparam("table_id")).with_for_update()
+_ENGINE_SEAT = select(Seat.engine_seat).where(
+    Seat.table_id == bindparam("table_id"),
+    Seat.user_id == bindparam("user_id"),
+    Seat.left_at.is_(None),
+)
+_SEEN = insert(Presence).values(
+    table_id=bindparam("table_id"), user_id=bindparam("user_id"), last_seen_at=bindparam("now")
+)
+_TOUCH = _SEEN.on_conflict_do_update(
+    index_elements=[Presence.table_id, Presence.user_id],
+    set_={"last_seen_at": _SEEN.excluded.last_seen_at},
+)
+_ACTED = insert(Presence).values(
+    table_id=bindparam("table_id"),
+    user_id=bindparam("user_id"),
+    last_seen_at=bindparam("now"),
+    timeouts_in_a_row=0,
+    acted_at=bindparam("now"),
+)
+_TOUCH_ACTED = _ACTED.on_conflict_do_update(
+    index_elements=[Presence.table_id, Presence.user_id],
+    set_={
+        "last_seen_at": _ACTED.excluded.last_seen_at,
+        "timeouts_in_a_row": 0,
+        "acted_at": _ACTED.excluded.acted_at,
+    },
+)
+
 
 def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
     """What the winner receives from ``pool_cents`` at ``fee_bps`` (fee rounded down)."""
@@ -69,9 +99,7 @@ class TableService:
 
     async def lock(self, table_id: uuid.UUID) -> Table:
         """The table row, locked until the transaction ends."""
-        table = await self._session.scalar(
-            select(Table).where(Table.id == table_id).with_for_update()
-        )
+        table = await self._session.scalar(_LOCK, {"table_id": table_id})
         if table is None:
             raise NotFoundError("No such table.", code="table_not_found")
         return table
@@ -432,23 +460,14 @@ class TableService:
         """Record that a player is present now (WebSocket, heartbeat or action); an action
         (``acted``) also ends their run of timeouts (``RAIZ_AWAY_AFTER_TIMEOUTS``)."""
         now = utcnow()
-        values: dict[str, Any] = {"last_seen_at": now}
-        if acted:
-            values |= {"timeouts_in_a_row": 0, "acted_at": now}
-        statement = insert(Presence).values(table_id=table_id, user_id=user_id, **values)
         await self._session.execute(
-            statement.on_conflict_do_update(
-                index_elements=[Presence.table_id, Presence.user_id], set_=values
-            )
+            _TOUCH_ACTED if acted else _TOUCH,
+            {"table_id": table_id, "user_id": user_id, "now": now},
         )
 
     # --- helpers -----------------------------------------------------------------------------
     async def _engine_seat(self, table: Table, user_id: uuid.UUID) -> int:
-        seat = await self._session.scalar(
-            select(Seat.engine_seat).where(
-                Seat.table_id == table.id, Seat.user_id == user_id, Seat.left_at.is_(None)
-            )
-        )
+        seat = await self._session.scalar(_ENGINE_SEAT, {"table_id": table.id, "user_id": user_id})
         if seat is None:
             raise ForbiddenError("You do not play at this table.", code="not_seated")
         return int(seat)

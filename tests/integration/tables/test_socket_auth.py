@@ -3,6 +3,8 @@ a logout), the socket gets no further view of the table (its player's hand inclu
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 
@@ -128,3 +130,118 @@ async def test_a_flood_of_pings_is_answered_without_a_database_round_trip_each(
             assert socket.receive_json(timeout=10) == {"type": "pong"}
         elapsed = time.monotonic() - started
     assert 1 <= checks <= elapsed / PING_CHECK_INTERVAL_S + 1, (checks, elapsed)
+
+
+async def test_a_revoked_token_closes_its_own_socket_and_no_other(client, settings, monkeypatch):
+    """The sockets of one table share one read per change, which checks all their tokens in
+    one query (no socket checks its own): the revoked token's socket is closed, the
+    spectator's still gets the view."""
+    from app.accounts.service import AccountService
+
+    game = await start_game(
+        client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
+    path = f"/tables/{game.id}/ws"
+    revoked_session = await client.websocket_connect(f"{path}?token={game.token(0)}")
+    kept_session = await client.websocket_connect(f"{path}?token={game.spectator}")
+    with revoked_session as revoked_socket, kept_session as kept_socket:
+        step = revoked_socket.receive_json(timeout=10)["view"]["step"]
+        assert kept_socket.receive_json(timeout=10)["view"]["step"] == step
+        own_checks = 0
+        authenticate = AccountService.authenticate
+
+        async def counted(self, token):
+            nonlocal own_checks
+            own_checks += token in (game.token(0), game.spectator)
+            return await authenticate(self, token)
+
+        monkeypatch.setattr(AccountService, "authenticate", counted)
+        revoked = await client.post(
+            f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
+        )
+        assert revoked.status_code == 200, revoked.text
+        await game.decide(1, True)
+        await game.decide(2, True)  # the last decision: a public change
+        with pytest.raises(WebSocketDisconnect) as closed:
+            message = revoked_socket.receive_json(timeout=10)
+            pytest.fail(f"a revoked token still received {message['type']}: {message}")
+        assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+        view = kept_socket.receive_json(timeout=10)["view"]
+        assert view["step"] > step and view["you"]["spectator"]
+        assert own_checks == 0
+
+
+async def test_a_socket_whose_token_the_shared_read_did_not_check_checks_its_own(
+    client, settings, monkeypatch
+):
+    """A socket that started watching after the read began (its token is not among the
+    read's) checks its token itself before the view: revoked, it is closed all the same."""
+    from app.tables.realtime import SharedTableReads
+
+    @contextlib.contextmanager
+    def unwatched(self, table_id, digest):
+        yield
+
+    monkeypatch.setattr(SharedTableReads, "watching", unwatched)
+    game = await start_game(
+        client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
+    socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
+    with socket_session as socket:
+        assert socket.receive_json(timeout=10)["type"] == "view"
+        revoked = await client.post(
+            f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
+        )
+        assert revoked.status_code == 200, revoked.text
+        await game.decide(1, True)
+        await game.decide(2, True)
+        with pytest.raises(WebSocketDisconnect) as closed:
+            message = socket.receive_json(timeout=10)
+            pytest.fail(f"a revoked token still received {message['type']}: {message}")
+        assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+
+
+async def test_a_shared_read_checks_the_tokens_watching_when_it_starts(client, settings):
+    """One query checks the tokens of every socket watching the table when the read starts
+    (a revoked or an expired one is not live); a token that starts watching
+    during the read is not among those checked."""
+    from app.accounts.service import token_digest
+    from app.db import Database
+    from app.tables.realtime import SharedTableReads
+
+    game = await start_game(
+        client, settings, players=4, dealer=0, options={"lives": 3, **SLOW_TIMERS}
+    )
+    table_id = uuid.UUID(game.id)
+    digests = [token_digest(game.token(seat)) for seat in range(4)]
+    revoked = await client.post(
+        f"/admin/users/{game.user(1)}/revoke-tokens", headers=auth(game.operator)
+    )
+    assert revoked.status_code == 200, revoked.text
+    await sql(
+        settings,
+        "UPDATE game.access_tokens SET expires_at = now() - interval '1 second'"
+        " WHERE user_id = :user",
+        user=uuid.UUID(game.user(2)),
+    )
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    reads = SharedTableReads(database)
+    try:
+        with reads.watching(table_id, digests[0]), reads.watching(table_id, digests[1]):
+            with reads.watching(table_id, digests[2]):
+                read = await reads.read(table_id, time.monotonic())
+            assert read.snapshot is not None and read.snapshot.table.id == table_id
+            assert read.checked == frozenset(digests[:3])
+            assert read.live == frozenset(digests[:1])
+            started = asyncio.ensure_future(reads.read(table_id, time.monotonic()))
+            await asyncio.sleep(0)  # the read starts with the two tokens watching
+            with reads.watching(table_id, digests[3]):
+                joined = await reads.read(table_id, 0.0)
+            assert joined is await started
+            assert joined.checked == frozenset(digests[:2])
+            assert joined.live == frozenset(digests[:1])
+        missing = await reads.read(uuid.uuid4(), time.monotonic())
+        assert missing.snapshot is None and not missing.checked
+    finally:
+        await database.dispose()
