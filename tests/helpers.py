@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -29,6 +31,7 @@ __all__ = (
     "login",
     "sent_while_suspending",
     "until_waiting_on_locks",
+    "worker_clock_off",
 )
 
 ERROR_KEYS = {"code", "message", "details"}
@@ -126,6 +129,24 @@ async def behind_the_proxy(
             return await proxied.post(path, json=body, headers={"X-Forwarded-For": address})
 
         yield send
+
+
+def worker_clock_off(monkeypatch: Any, offset: dt.timedelta) -> None:
+    """As if this worker's clock were ``offset`` off: every module of the service reading
+    ``utcnow`` (``app.db.base`` included, so a call through the module too) reads it shifted;
+    the database's clock stays the right one.  The app under test, the test's own timers
+    (``tests.integration.tables.scenario.clock``) and runners all run in this process: they
+    are the skewed worker; the database is every worker's."""
+    from app.db import base
+
+    real = base.utcnow
+
+    def skewed() -> dt.datetime:
+        return real() + offset
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
+            monkeypatch.setattr(module, "utcnow", skewed)
 
 
 def hold_the_first_password_check(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
