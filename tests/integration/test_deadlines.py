@@ -291,8 +291,9 @@ async def test_a_worker_whose_clock_is_behind_fires_a_due_deadline_and_dates_it_
 async def test_a_skewed_worker_backs_off_and_parks_a_failing_deadline_by_the_database_clock(
     database, monkeypatch
 ):
-    # An hour behind, the back-off would end an hour early (at once): every attempt would
-    # run in the same sweep and the deadline be parked within milliseconds.
+    # The back-off ends by the database's clock: with the workers' clocks, one an hour behind
+    # would end it at once (every attempt in the same sweep, parked within milliseconds), and
+    # one an hour ahead would retry at once.
     await _add_at_database_time(database, due_in_s=-1)
 
     async def handler(session, deadline):
@@ -303,6 +304,9 @@ async def test_a_skewed_worker_backs_off_and_parks_a_failing_deadline_by_the_dat
         worker_clock_off(behind, -HOUR)
         assert await runner.run_due() == 1
         assert await runner.run_due() == 0
+    with monkeypatch.context() as ahead:
+        worker_clock_off(ahead, HOUR)
+        assert await runner.run_due() == 0  # nor does the back-off end an hour early
     async with database.session() as session:
         wait = await session.scalar(select(Deadline.retry_at - func.now()))
     assert await _statuses(database) == [("pending", 1)]

@@ -11,14 +11,17 @@ import asyncio
 import datetime as dt
 import uuid
 
+import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
 from app.db import Database
+from app.db.base import transaction_clock
 from app.main import create_app
 from app.tables.realtime import OpenSockets
+from app.tables.service import lock_table
 from tests.conftest import make_settings
-from tests.helpers import assert_error, auth, worker_clock_off
+from tests.helpers import assert_error, auth, until_waiting_on_locks, worker_clock_off
 from tests.integration.tables.helpers import (
     FAST_TIMERS,
     create_table,
@@ -337,3 +340,33 @@ async def test_every_time_a_worker_an_hour_ahead_records_is_the_database_s(
         assert found, name
         length = dt.timedelta(seconds=length_s)
         assert all(dt.timedelta(0) <= span <= length + slack for span in found), (name, found)
+
+
+# --- the transaction's clock -------------------------------------------------------------------
+async def test_a_change_that_waited_for_the_table_s_lock_is_dated_after_the_wait(client, settings):
+    # Another transaction holds the table (and changes nothing in it): the clock a change
+    # reads with the lock is the time it got the lock, so a timer it arms does not lose the
+    # wait.  (In the lock's own select list, clock_timestamp() would be read before it.)
+    op = await operator(client, settings)
+    table = await create_table(client, op)
+    table_id = uuid.UUID(table["id"])
+    assert settings.database_url is not None
+    holder = await asyncpg.connect(settings.database_url)
+    database = Database.connect(settings.database_url, settings)
+    try:
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM game.tables WHERE id = $1 FOR UPDATE", table_id)
+
+            async def lock_and_read_the_clock() -> dt.datetime:
+                async with database.session() as session:
+                    assert await lock_table(session, table_id) is not None
+                    return await transaction_clock(session)
+
+            waiting = asyncio.ensure_future(lock_and_read_the_clock())
+            await until_waiting_on_locks(holder, 1)
+            released = await holder.fetchval("SELECT clock_timestamp()")
+        clock_read = await waiting
+    finally:
+        await holder.close()
+        await database.dispose()
+    assert clock_read >= released
