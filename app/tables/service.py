@@ -94,7 +94,8 @@ class TableService:
         return table
 
     async def lock(self, table_id: uuid.UUID) -> Table:
-        """The table row, locked until the transaction ends."""
+        """The table row, locked until the transaction ends (and the transaction's clock read
+        with it: :func:`lock_table`)."""
         table = await lock_table(self._session, table_id)
         if table is None:
             raise NotFoundError("No such table.", code="table_not_found")
