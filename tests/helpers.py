@@ -131,6 +131,25 @@ async def behind_the_proxy(
         yield send
 
 
+def worker_clock_off(monkeypatch: Any, offset: dt.timedelta) -> None:
+    """As if this worker's clock were ``offset`` off: every module of the service reading
+    ``utcnow`` (``app.db.base`` included, so a call through the module too) reads it shifted;
+    the database's clock stays the right one.  The app under test, the test's own timers
+    (``tests.integration.tables.scenario.clock``) and runners all run in this process: they
+    are the skewed worker; the database is every worker's."""
+    from rng import models as rng_models
+
+    real = base.utcnow
+    clocks = (real, rng_models.utcnow)  # (the RNG service keeps its own, being apart)
+
+    def skewed() -> dt.datetime:
+        return real() + offset
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith(("app.", "rng.")) and getattr(module, "utcnow", None) in clocks:
+            monkeypatch.setattr(module, "utcnow", skewed)
+
+
 def hold_the_first_password_check(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
     """The next password check (in a hashing thread) waits until ``release`` is set, once it
     has set ``checked``; later checks run as usual."""
@@ -209,20 +228,3 @@ async def sent_while_suspending(
             return [await response for response in pending]
     finally:
         await holder.close()
-
-
-def worker_clock_off(monkeypatch: pytest.MonkeyPatch, offset: dt.timedelta) -> None:
-    """As if this worker's clock were ``offset`` off: every module of the service reading
-    ``utcnow`` reads it shifted (the database's clock is the right one).  Column defaults
-    bound to ``utcnow`` at import are not shifted."""
-    from rng import models as rng_models
-
-    real = base.utcnow
-    clocks = (real, rng_models.utcnow)
-
-    def skewed() -> dt.datetime:
-        return real() + offset
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith(("app.", "rng.")) and getattr(module, "utcnow", None) in clocks:
-            monkeypatch.setattr(module, "utcnow", skewed)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, func, or_, select, text
 
 from app.accounts.suspension import require_active
-from app.db.base import utcnow
+from app.db.base import transaction_clock
 from app.errors import ConflictError, RateLimitedError, ValidationFailed
 from app.games.errors import GameError
 from app.tables.fees import current_fee_rate
@@ -97,7 +97,9 @@ async def create_table(
     if creator.role == "player":
         await _require_creation_allowance(context, creator)
     rate = await current_fee_rate(context.session)
-    now = utcnow()
+    # the database's clock (read once the creation lock is held): the fill deadline is due for
+    # every worker's timers and seat checks at the same moment, whatever this worker's clock
+    now = await transaction_clock(context.session)
     options_dict = resolved.to_dict()
     table = Table(
         id=uuid.uuid4(),
@@ -140,7 +142,8 @@ async def _require_creation_allowance(context: TableContext, creator: Principal)
         text("SELECT pg_advisory_xact_lock(:space, hashtext(:user))"),
         {"space": TABLE_CREATION_LOCK_SPACE, "user": str(creator.user_id)},
     )
-    hour_ago = utcnow() - CREATION_WINDOW
+    now = await transaction_clock(context.session)
+    hour_ago = now - CREATION_WINDOW
     # 'open' inline, not a parameter: the partial index on open tables matches it in any plan
     is_open = Table.status == bindparam("open_status", "open", literal_execute=True)
     recent = Table.created_at > hour_ago
@@ -163,7 +166,7 @@ async def _require_creation_allowance(context: TableContext, creator: Principal)
         )
     limit = settings.max_tables_created_per_hour
     if created >= limit:
-        retry_after_s = max(1, math.ceil((oldest + CREATION_WINDOW - utcnow()).total_seconds()))
+        retry_after_s = max(1, math.ceil((oldest + CREATION_WINDOW - now).total_seconds()))
         raise RateLimitedError(
             f"You created {created} tables in the last hour (at most {limit}); try again later.",
             code="too_many_tables_created",

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, select, text, true
 from sqlalchemy.orm import defer
 
 from app.compliance.signatures import sign_round
-from app.db.base import utcnow
+from app.db.base import transaction_clock
 from app.games.events import ClaimResolved, Event
 from app.metrics import count_on_commit
 from app.tables import metrics
@@ -74,7 +74,12 @@ class TableDriver:
         self._last_hash = b""
         self._batch: list[dict[str, Any]] = []
         self._deal_due_at: dt.datetime | None = None
-        self._now = utcnow()
+
+    async def _now(self) -> dt.datetime:
+        """The transaction's moment on the database's clock (``transaction_clock``: read with
+        the table's lock, no extra round trip): every time this change records and every
+        deadline it arms, the same for whichever worker arms or fires it."""
+        return await transaction_clock(self._session)
 
     # --- loading -----------------------------------------------------------------------------
     @property
@@ -128,7 +133,7 @@ class TableDriver:
                 kind=kind,
                 body=body,
                 hash=self._last_hash,
-                created_at=self._now,
+                created_at=await self._now(),
             )
         )
 
@@ -151,7 +156,7 @@ class TableDriver:
         options = self.spec.options_from_dict(table.options)
         self._match = self.spec.new_match(options, len(seats))
         table.status = "running"
-        table.started_at = self._now
+        table.started_at = await self._now()
         count_on_commit(self._session, metrics.TABLES_STARTED)
         # The match's own opening events (e.g. ``match_started``) open round 1's log.
         await self._begin_round(1, initial_events=tuple(self._match.events))
@@ -169,7 +174,7 @@ class TableDriver:
             rng_version=commitment.version,
             start_state=self.match.snapshot(),
             start_state_hash=self.match.state_hash(),
-            created_at=self._now,
+            created_at=await self._now(),
         )
         self._session.add(round_)
         table.round_number = number
@@ -178,7 +183,7 @@ class TableDriver:
         await self._log_events(initial_events)
         delay_s = self._context.settings.deal_delay_s
         if delay_s > 0:
-            due_at = self._now + dt.timedelta(seconds=delay_s)
+            due_at = await self._now() + dt.timedelta(seconds=delay_s)
             schedule_deadline(self._session, table.id, "deal", f"deal:{number}", due_at)
             self._deal_due_at = due_at
             self._context.wake_at(due_at)
@@ -240,7 +245,7 @@ class TableDriver:
             last_hash=self._last_hash,
             entries=self._seq,
             summary=summary,
-            ended_at=self._now,
+            ended_at=await self._now(),
         )
         self._session.add(result)
         await self._context.rng.reveal(round_.rng_round_id)
@@ -267,7 +272,7 @@ class TableDriver:
         )
         await self._context.ledger.close_escrow(table.id)
         table.status = "finished"
-        table.ended_at = self._now
+        table.ended_at = await self._now()
         table.frozen_at = None
         table.result = {
             "reason": summary.get("reason"),
@@ -320,7 +325,7 @@ class TableDriver:
         elif not (waiting_for_deal and table.timer_kind == "deal") and not self._timer_unchanged():
             table.timer_kind, table.timer_due_at = None, None
             if table.status == "running" and table.frozen_at is None:
-                self.arm_deadline()
+                await self.arm_deadline()
         await self._session.execute(
             text("SELECT pg_notify(:channel, :payload)"),
             {"channel": notify_channel(table.id), "payload": str(table.step)},
@@ -352,12 +357,12 @@ class TableDriver:
             return False
         return self._same_engine_timer()
 
-    def arm_deadline(self) -> None:
+    async def arm_deadline(self) -> None:
         """Schedule the engine's current timer (if any) as a durable deadline."""
         deadline = self.match.current_deadline()
         if deadline is None:
             return
-        due_at = self._now + dt.timedelta(milliseconds=deadline.duration_ms)
+        due_at = await self._now() + dt.timedelta(milliseconds=deadline.duration_ms)
         schedule_deadline(self._session, self.table.id, "game", str(deadline.token), due_at)
         self.table.timer_kind, self.table.timer_due_at = deadline.kind, due_at
         self._context.wake_at(due_at)

@@ -6,10 +6,19 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING
 
-from sqlalchemy import BigInteger, CheckConstraint, DateTime, ForeignKey, Integer, String, select
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    func,
+    select,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import GameBase, utcnow
+from app.db.base import GameBase
 from app.errors import ValidationFailed
 
 if TYPE_CHECKING:
@@ -35,7 +44,7 @@ class FeeRate(GameBase):
     set_by: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"))
     """The operator who set it (None for the initial rate)."""
     reason: Mapped[str] = mapped_column(String(200), default="")
-    set_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    set_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 async def current_fee_rate(session: AsyncSession) -> FeeRate:

@@ -26,12 +26,13 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     UniqueConstraint,
+    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import GameBase, utcnow
+from app.db.base import GameBase
 
 __all__ = (
     "TABLE_STATUSES",
@@ -79,7 +80,7 @@ class Table(GameBase):
     status: Mapped[str] = mapped_column(String(10), default="open")
     fill_deadline_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     abandon_after_s: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     step: Mapped[int] = mapped_column(Integer, default=0)
@@ -173,7 +174,7 @@ class Round(GameBase):
     start_state: Mapped[dict[str, Any]] = mapped_column(JSONB)
     """Match snapshot before the deal; replay starts here."""
     start_state_hash: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class RoundLogEntry(GameBase):
@@ -191,7 +192,7 @@ class RoundLogEntry(GameBase):
     body: Mapped[dict[str, Any]] = mapped_column(JSONB)
     hash: Mapped[bytes] = mapped_column(LargeBinary(32))
     """SHA-256(previous hash ‖ canonical bytes of {seq, kind, body})."""
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class RoundResult(GameBase):
@@ -205,7 +206,7 @@ class RoundResult(GameBase):
     """Hash of the last log entry: seals the chain's length."""
     entries: Mapped[int] = mapped_column(Integer)
     summary: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    ended_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class TableAction(GameBase):
@@ -220,7 +221,7 @@ class TableAction(GameBase):
     request_sha256: Mapped[bytes] = mapped_column(LargeBinary(32))
     step: Mapped[int] = mapped_column(Integer)
     """The table's step after the action."""
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class Presence(GameBase):

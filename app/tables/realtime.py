@@ -39,14 +39,13 @@ from litestar.channels import ChannelsPlugin
 from litestar.di import NamedDependency
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath
-from sqlalchemy import DateTime, literal, select, tuple_
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert
 
 from app import config
 from app.accounts.auth import principal_of
 from app.accounts.service import AccountService, live_token_digests, token_digest
 from app.db import Database
-from app.db.base import utcnow
 from app.tables.driver import notify_channel
 from app.tables.models import Presence, Seat, Table
 from app.tables.runtime import TableRuntime
@@ -101,9 +100,9 @@ class OpenSockets:
         pairs = sorted(self._open)
         if not pairs:
             return
-        now = utcnow()
+        # the database's now(), as the presence sweep compares it (not this worker's clock)
         seated = (
-            select(Seat.table_id, Seat.user_id, literal(now, DateTime(timezone=True)))
+            select(Seat.table_id, Seat.user_id, func.now())
             .join(Table, Table.id == Seat.table_id)
             .where(
                 tuple_(Seat.table_id, Seat.user_id).in_(pairs),

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import aliased
 
 from app.accounts.limits import lock_player_limits, require_within_limits
 from app.accounts.suspension import any_suspended, require_active
-from app.db.base import utcnow
+from app.db.base import remember_transaction_clock, transaction_clock
 from app.db.paging import CreationOrder
 from app.errors import (
     ConflictError,
@@ -38,23 +39,27 @@ from app.tables.models import Presence, Seat, Table, TableAction
 from app.tables.roundlog import canonical_json
 
 if TYPE_CHECKING:
+    import datetime as dt
+
+    from sqlalchemy import Select
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from app.accounts.service import Principal
     from app.tables.context import TableContext
 
-__all__ = ("TableService", "net_prize_cents")
+__all__ = ("TableService", "lock_table", "net_prize_cents")
 
 LOBBY_ORDER = CreationOrder(Table.created_at, Table.id, newest_first=True)
 """The order of table listings: latest created first, ties by id."""
 
 # Built once: every action runs them.
-_LOCK = select(Table).where(Table.id == bindparam("table_id")).with_for_update()
 _ENGINE_SEAT = select(Seat.engine_seat).where(
     Seat.table_id == bindparam("table_id"),
     Seat.user_id == bindparam("user_id"),
     Seat.left_at.is_(None),
 )
 _SEEN = insert(Presence).values(
-    table_id=bindparam("table_id"), user_id=bindparam("user_id"), last_seen_at=bindparam("now")
+    table_id=bindparam("table_id"), user_id=bindparam("user_id"), last_seen_at=func.now()
 )
 _TOUCH = _SEEN.on_conflict_do_update(
     index_elements=[Presence.table_id, Presence.user_id],
@@ -63,9 +68,9 @@ _TOUCH = _SEEN.on_conflict_do_update(
 _ACTED = insert(Presence).values(
     table_id=bindparam("table_id"),
     user_id=bindparam("user_id"),
-    last_seen_at=bindparam("now"),
+    last_seen_at=func.now(),
     timeouts_in_a_row=0,
-    acted_at=bindparam("now"),
+    acted_at=func.now(),
 )
 _TOUCH_ACTED = _ACTED.on_conflict_do_update(
     index_elements=[Presence.table_id, Presence.user_id],
@@ -75,6 +80,37 @@ _TOUCH_ACTED = _ACTED.on_conflict_do_update(
         "acted_at": _ACTED.excluded.acted_at,
     },
 )
+
+
+def _locked(skip_locked: bool) -> Select[Table, dt.datetime]:
+    locked = aliased(
+        Table,
+        select(Table)
+        .where(Table.id == bindparam("table_id"))
+        .with_for_update(skip_locked=skip_locked)
+        .subquery("locked"),
+    )
+    return select(locked, func.clock_timestamp())
+
+
+_LOCKED = {skip: _locked(skip) for skip in (False, True)}
+"""Built once (every action locks its table): by ``skip_locked``."""
+
+
+async def lock_table(
+    session: AsyncSession, table_id: uuid.UUID, *, skip_locked: bool = False
+) -> Table | None:
+    """The table row locked until the transaction ends (``None``: no such table, or locked
+    elsewhere with ``skip_locked``), and the transaction's clock read once it is locked
+    (``transaction_clock``): the lock is a sub-select, so ``clock_timestamp()`` is evaluated
+    above it, after any wait for the lock (in the lock's own select list it is evaluated
+    before the wait when the holder did not change the row)."""
+    row = (await session.execute(_LOCKED[skip_locked], {"table_id": table_id})).first()
+    if row is None:
+        return None
+    table, moment = row
+    remember_transaction_clock(session, moment)
+    return table
 
 
 def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
@@ -98,8 +134,9 @@ class TableService:
         return table
 
     async def lock(self, table_id: uuid.UUID) -> Table:
-        """The table row, locked until the transaction ends."""
-        table = await self._session.scalar(_LOCK, {"table_id": table_id})
+        """The table row, locked until the transaction ends (and the transaction's clock read
+        with it: :func:`lock_table`)."""
+        table = await lock_table(self._session, table_id)
         if table is None:
             raise NotFoundError("No such table.", code="table_not_found")
         return table
@@ -191,7 +228,7 @@ class TableService:
         if len(seats) >= table.seat_count:
             raise ConflictError("The table is full.", code="table_full")
         self._require_open(table)
-        self._require_fill_time(table)
+        await self._require_fill_time(table)
         # the check's window ends at the database's now(), the seat's seating time below
         await require_within_limits(self._session, principal.user_id, table.entry_cents)
         taken = {seat.position for seat in seats}
@@ -226,7 +263,9 @@ class TableService:
         (``app.tables.suspended``: a table filled while a seated account was suspended, whose
         account was reinstated before its seat was given up); False when it did not start."""
         table = await self.lock(table_id)
-        if table.status != "open" or utcnow() >= table.fill_deadline_at:
+        if table.status != "open":
+            return False
+        if await transaction_clock(self._session) >= table.fill_deadline_at:
             return False
         driver = TableDriver(self._context, table, self._spec(table))
         if not await self._start_if_full(driver, await self.active_seats(table.id)):
@@ -268,7 +307,7 @@ class TableService:
         return True
 
     async def _refund(self, table: Table, seat: Seat) -> None:
-        seat.left_at = utcnow()
+        seat.left_at = await transaction_clock(self._session)
         if seat.entry_transfer_id is not None:
             seat.refund_transfer_id = f"refund:{table.id}:{seat.id}"
             await self._context.ledger.refund_entry(seat.refund_transfer_id, seat.entry_transfer_id)
@@ -298,7 +337,7 @@ class TableService:
             await self._refund(table, seat)
         await self._context.ledger.close_escrow(table.id)
         table.status = "cancelled"
-        table.ended_at = utcnow()
+        table.ended_at = await transaction_clock(self._session)
         table.result = {"reason": reason}
         driver = TableDriver(self._context, table, self._spec(table))
         await driver.save()
@@ -309,7 +348,7 @@ class TableService:
         self._require_open(table)
         if principal.user_id != table.creator_id:
             raise ForbiddenError("Only the creator can start the table.", code="not_creator")
-        self._require_fill_time(table)
+        await self._require_fill_time(table)
         seats = await self.active_seats(table.id)
         spec = self._spec(table)
         minimum = spec.min_players(spec.options_from_dict(table.options))
@@ -458,11 +497,11 @@ class TableService:
 
     async def touch(self, table_id: uuid.UUID, user_id: uuid.UUID, *, acted: bool = False) -> None:
         """Record that a player is present now (WebSocket, heartbeat or action); an action
-        (``acted``) also ends their run of timeouts (``RAIZ_AWAY_AFTER_TIMEOUTS``)."""
-        now = utcnow()
+        (``acted``) also ends their run of timeouts (``RAIZ_AWAY_AFTER_TIMEOUTS``).  Dated by
+        the database's ``now()`` in the statement (no round trip for a heartbeat), which the
+        presence sweep compares with its own ``now()``."""
         await self._session.execute(
-            _TOUCH_ACTED if acted else _TOUCH,
-            {"table_id": table_id, "user_id": user_id, "now": now},
+            _TOUCH_ACTED if acted else _TOUCH, {"table_id": table_id, "user_id": user_id}
         )
 
     # --- helpers -----------------------------------------------------------------------------
@@ -478,11 +517,12 @@ class TableService:
             raise RuntimeError(f"no game hosts preset {table.preset}")
         return spec
 
-    @staticmethod
-    def _require_fill_time(table: Table) -> None:
+    async def _require_fill_time(self, table: Table) -> None:
         """A table that did not fill before its deadline is cancelled and refunded (its
-        ``fill`` timer does it): until that timer runs, it takes no seat and does not start."""
-        if utcnow() >= table.fill_deadline_at:
+        ``fill`` timer does it): until that timer runs, it takes no seat and does not start.
+        The database's clock judges, as the timer's does: a worker whose clock runs ahead
+        does not refuse a seat before the deadline."""
+        if await transaction_clock(self._session) >= table.fill_deadline_at:
             raise ConflictError(
                 "The table did not fill before its deadline; it is being cancelled.",
                 code="fill_deadline_passed",

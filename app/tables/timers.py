@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy import and_, func, select, update
 
-from app.db.base import utcnow
+from app.db.base import transaction_clock
 from app.metrics import count_on_commit
 from app.tables import metrics
 from app.tables.driver import TableDriver
 from app.tables.hosting import GameSpec, game_for_preset
 from app.tables.models import Presence, Seat, Table
-from app.tables.service import TableService
+from app.tables.service import TableService, lock_table
 from app.timers import schedule_deadline
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ def table_deadline_handlers(runtime: TableRuntime) -> dict[str, DeadlineHandler]
         ):
             return False
         driver = TableDriver(runtime.context(session), table, _spec(table))
-        attendance = await _attendance(session, driver, utcnow(), runtime.settings)
+        now = await transaction_clock(session)
+        attendance = await _attendance(session, driver, now, runtime.settings)
         if not attendance.deserted:
             # Somebody came back before the deadline, after the last presence sweep: nobody
             # abandoned the table (RULES.md §3), so it thaws here rather than ending.
@@ -216,11 +217,12 @@ class PresenceSweeper:
         self._runtime = runtime
 
     async def sweep(self) -> int:
-        """Check every running table whose connection count suggests a change."""
+        """Check every running table whose connection count suggests a change (seen within
+        the grace by the database's clock, as presence is dated)."""
         grace = dt.timedelta(seconds=self._runtime.settings.presence_grace_s)
         async with self._database.session() as session:
             connected = func.count(Presence.user_id).filter(
-                Presence.last_seen_at >= utcnow() - grace
+                Presence.last_seen_at >= func.now() - grace
             )
             away = func.count(Presence.user_id).filter(
                 Presence.timeouts_in_a_row >= self._runtime.settings.away_after_timeouts
@@ -251,14 +253,12 @@ class PresenceSweeper:
 
     async def _evaluate(self, table_id: uuid.UUID) -> int:
         async with self._database.session() as session:
-            table = await session.scalar(
-                select(Table).where(Table.id == table_id).with_for_update(skip_locked=True)
-            )
+            table = await lock_table(session, table_id, skip_locked=True)
             if table is None or table.status != "running":
                 return 0
             context = self._runtime.context(session)
             driver = TableDriver(context, table, _spec(table))
-            now = utcnow()
+            now = await transaction_clock(session)
             attendance = await _attendance(session, driver, now, self._runtime.settings)
             online = attendance.online
             if table.frozen_at is None and attendance.deserted:

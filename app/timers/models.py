@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import BigInteger, CheckConstraint, DateTime, Index, Integer, String, text
+from sqlalchemy import BigInteger, CheckConstraint, DateTime, Index, Integer, String, func, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import GameBase, utcnow
+from app.db.base import GameBase
 
 __all__ = ("DEADLINE_STATUSES", "Deadline")
 
@@ -41,5 +41,5 @@ class Deadline(GameBase):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     retry_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     """After a failed attempt, when the next may run (back-off); ``None`` before any."""
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     handled_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

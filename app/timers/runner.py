@@ -12,7 +12,6 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 from sqlalchemy import func, or_, select, update
 
-from app.db.base import utcnow
 from app.timers.models import Deadline
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ def retry_delay_s(attempts: int) -> float:
 
 async def count_overdue_deadlines(database: Database) -> int:
     """Refresh ``raiz_deadlines_overdue`` from the database; returns the count."""
-    cutoff = utcnow() - dt.timedelta(seconds=OVERDUE_AFTER_S)
+    cutoff = func.now() - dt.timedelta(seconds=OVERDUE_AFTER_S)
     async with database.session() as session:
         overdue = await session.scalar(
             select(func.count())
@@ -156,14 +155,17 @@ class DeadlineRunner:
         return handled
 
     async def _fire_one(self) -> bool:
+        # Due by the database's clock, never the worker's: a deadline armed by one worker is
+        # due at the same moment for every other.  ``now()`` (the transaction's start: the claim
+        # is its first statement) and not ``clock_timestamp()``: stable within the statement,
+        # so ``ix_deadlines_pending_due`` serves the range.
         async with self._database.session() as session:
-            now = utcnow()
             deadline = await session.scalar(
                 select(Deadline)
                 .where(
                     Deadline.status == "pending",
-                    Deadline.due_at <= now,
-                    or_(Deadline.retry_at.is_(None), Deadline.retry_at <= now),
+                    Deadline.due_at <= func.now(),
+                    or_(Deadline.retry_at.is_(None), Deadline.retry_at <= func.now()),
                 )
                 .order_by(Deadline.due_at, Deadline.id)
                 .limit(1)
@@ -171,14 +173,21 @@ class DeadlineRunner:
             )
             if deadline is None:
                 return False
-            deadline_id, kind = deadline.id, deadline.kind
+            deadline_id, kind, due_at = deadline.id, deadline.kind, deadline.due_at
             handler = self._handlers.get(kind)
             started = time.perf_counter()
             try:
                 acted = await handler(session, deadline) if handler else False
-                now = utcnow()
-                deadline.status = "fired" if acted else "stale"
-                deadline.handled_at = now
+                # handled when the handler is done (``clock_timestamp()``: the transaction
+                # started at the claim), in the statement that marks it (no extra round trip)
+                handled_at = await session.scalar(
+                    update(Deadline)
+                    .where(Deadline.id == deadline_id)
+                    .values(status="fired" if acted else "stale", handled_at=func.clock_timestamp())
+                    .returning(Deadline.handled_at)
+                    .execution_options(synchronize_session="fetch")
+                )
+                assert handled_at is not None  # the row is locked by this transaction
                 await session.commit()
             except Exception:
                 await session.rollback()
@@ -189,7 +198,7 @@ class DeadlineRunner:
         if handler is None:
             logger.warning("deadline_without_handler", deadline_id=deadline_id, kind=kind)
         DEADLINES_FIRED.labels(kind, outcome).inc()
-        SCHEDULER_LAG.labels(kind).observe(max(0.0, (now - deadline.due_at).total_seconds()))
+        SCHEDULER_LAG.labels(kind).observe(max(0.0, (handled_at - due_at).total_seconds()))
         logger.debug(
             "deadline_handled",
             deadline_id=deadline_id,
@@ -211,13 +220,14 @@ class DeadlineRunner:
                 await session.execute(
                     update(Deadline)
                     .where(Deadline.id == deadline_id)
-                    .values(status="failed", handled_at=utcnow())
+                    .values(status="failed", handled_at=func.now())
                 )
                 DEADLINES_FIRED.labels(kind, "failed").inc()
                 logger.error("deadline_parked", deadline_id=deadline_id, kind=kind)
             else:
                 if attempts is not None:  # (None: handled meanwhile, nothing to wait for)
-                    retry_at = utcnow() + dt.timedelta(seconds=retry_delay_s(attempts))
+                    # the database's clock, as the claim's ``retry_at <= now()`` reads it
+                    retry_at = func.now() + dt.timedelta(seconds=retry_delay_s(attempts))
                     await session.execute(
                         update(Deadline).where(Deadline.id == deadline_id).values(retry_at=retry_at)
                     )

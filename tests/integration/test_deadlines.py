@@ -7,12 +7,13 @@ import datetime as dt
 import uuid
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.db import Database
-from app.db.base import utcnow
+from app.db.base import database_now, utcnow
 from app.timers import Deadline, DeadlineRunner, schedule_deadline
 from app.timers.runner import MAX_ATTEMPTS, retry_delay_s
+from tests.helpers import worker_clock_off
 
 pytestmark = pytest.mark.asyncio
 
@@ -220,3 +221,111 @@ async def test_overdue_gauge_counts_pending_deadlines_late_beyond_the_margin(dat
 
 async def _true() -> bool:
     return True
+
+
+# --- one clock, the database's -------------------------------------------------------------------
+HOUR = dt.timedelta(hours=1)
+
+
+async def _add_at_database_time(database, *, kind="test", due_in_s: float) -> None:
+    """A deadline due ``due_in_s`` from the database's now (not this worker's)."""
+    async with database.session() as session:
+        now = await database_now(session)
+        schedule_deadline(session, uuid.uuid4(), kind, "t", now + dt.timedelta(seconds=due_in_s))
+        await session.commit()
+
+
+async def _database_now(database) -> dt.datetime:
+    async with database.session() as session:
+        return await database_now(session)
+
+
+async def test_a_worker_whose_clock_runs_ahead_fires_nothing_early_nor_counts_it_overdue(
+    database, monkeypatch
+):
+    from app.timers.runner import count_overdue_deadlines
+
+    await _add_at_database_time(database, due_in_s=60)
+    fired = []
+
+    async def handler(session, deadline):
+        fired.append(deadline.id)
+        return True
+
+    runner = DeadlineRunner(database, {"test": handler})
+    with monkeypatch.context() as ahead:
+        worker_clock_off(ahead, HOUR)
+        assert await runner.run_due() == 0
+        assert await count_overdue_deadlines(database) == 0
+    assert fired == []
+    assert await _statuses(database) == [("pending", 0)]
+
+
+async def test_a_worker_whose_clock_is_behind_fires_a_due_deadline_and_dates_it_rightly(
+    database, monkeypatch
+):
+    from prometheus_client import REGISTRY
+
+    from app.timers.runner import count_overdue_deadlines
+
+    await _add_at_database_time(database, kind="clock", due_in_s=-1)
+    await _add_at_database_time(database, kind="stuck", due_in_s=-60)
+    lag = {"kind": "clock"}
+    lag_before = REGISTRY.get_sample_value("raiz_scheduler_lag_seconds_sum", lag) or 0.0
+    before = await _database_now(database)
+    with monkeypatch.context() as behind:
+        worker_clock_off(behind, -HOUR)
+        # (the overdue gauge of a worker an hour behind still sees the stuck deadline)
+        assert await count_overdue_deadlines(database) == 1
+        runner = DeadlineRunner(database, {"clock": lambda session, deadline: _true()})
+        assert await runner.run_due() == 2  # ("stuck" has no handler: stale)
+    after = await _database_now(database)
+    async with database.session() as session:
+        handled = await session.scalar(select(Deadline.handled_at).where(Deadline.kind == "clock"))
+    assert handled is not None and before <= handled <= after
+    # the lag is a second or so, not an hour either way
+    lag_after = REGISTRY.get_sample_value("raiz_scheduler_lag_seconds_sum", lag)
+    assert lag_after is not None and 0.5 < lag_after - lag_before < 30
+
+
+async def test_a_skewed_worker_backs_off_and_parks_a_failing_deadline_by_the_database_clock(
+    database, monkeypatch
+):
+    # The back-off ends by the database's clock: with the workers' clocks, one an hour behind
+    # would end it at once (every attempt in the same sweep, parked within milliseconds), and
+    # one an hour ahead would retry at once.
+    await _add_at_database_time(database, due_in_s=-1)
+
+    async def handler(session, deadline):
+        raise ConnectionResetError("the database went away")
+
+    runner = DeadlineRunner(database, {"test": handler})
+    with monkeypatch.context() as behind:
+        worker_clock_off(behind, -HOUR)
+        assert await runner.run_due() == 1
+        assert await runner.run_due() == 0
+    with monkeypatch.context() as ahead:
+        worker_clock_off(ahead, HOUR)
+        assert await runner.run_due() == 0  # nor does the back-off end an hour early
+    async with database.session() as session:
+        wait = await session.scalar(select(Deadline.retry_at - func.now()))
+    assert await _statuses(database) == [("pending", 1)]
+    assert wait is not None
+    assert dt.timedelta(0) < wait <= dt.timedelta(seconds=retry_delay_s(1))
+    # the last attempt fails on a worker an hour ahead: parked at the database's time
+    async with database.session() as session:
+        await session.execute(
+            update(Deadline).values(attempts=MAX_ATTEMPTS - 1, retry_at=func.now())
+        )
+        await session.commit()
+    before = await _database_now(database)
+    with monkeypatch.context() as ahead:
+        worker_clock_off(ahead, HOUR)
+        assert await runner.run_due() == 1
+    after = await _database_now(database)
+    async with database.session() as session:
+        status, handled = (
+            await session.execute(select(Deadline.status, Deadline.handled_at))
+        ).one()
+    assert status == "failed"
+    assert before <= handled <= after

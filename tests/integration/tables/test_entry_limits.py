@@ -5,15 +5,13 @@ kept and shown to staff."""
 from __future__ import annotations
 
 import datetime as dt
-import sys
 import uuid
 
 import asyncpg
 import pytest
 
-from app.db import base
 from tests.conftest import make_settings
-from tests.helpers import assert_error, auth, create_user, login
+from tests.helpers import assert_error, auth, create_user, login, worker_clock_off
 from tests.integration.tables.helpers import balance, create_table, operator, player
 from tests.integration.tables.scenario import seat, sql
 
@@ -427,19 +425,6 @@ async def test_a_seat_pays_its_table_entry_and_keeps_it(client, settings):
         await owner.close()
 
 
-def _worker_clock_off(monkeypatch, offset: dt.timedelta) -> None:
-    """As if this worker's clock were ``offset`` off: every module of the service reading
-    ``utcnow`` reads it shifted (the database's clock is the right one)."""
-    real = base.utcnow
-
-    def skewed() -> dt.datetime:
-        return real() + offset
-
-    for name, module in list(sys.modules.items()):
-        if name.startswith("app.") and getattr(module, "utcnow", None) is real:
-            monkeypatch.setattr(module, "utcnow", skewed)
-
-
 async def test_a_worker_whose_clock_is_late_neither_dates_a_seat_nor_moves_the_window(
     client, settings, monkeypatch
 ):
@@ -452,7 +437,7 @@ async def test_a_worker_whose_clock_is_late_neither_dates_a_seat_nor_moves_the_w
     await _set(client, lea, "day", 1_000)
     tables = [await create_table(client, op, entry_cents=600) for _ in range(3)]
     with monkeypatch.context() as late:
-        _worker_clock_off(late, -dt.timedelta(days=2))
+        worker_clock_off(late, -dt.timedelta(days=2))
         await seat(client, lea, tables[0]["id"])
         assert_error(
             await client.post(f"/tables/{tables[1]['id']}/seat", headers=auth(lea)),
@@ -491,7 +476,7 @@ async def test_a_worker_whose_clock_is_early_reads_and_changes_the_limits_at_the
         ),
     )
     with monkeypatch.context() as early:
-        _worker_clock_off(early, dt.timedelta(hours=1))
+        worker_clock_off(early, dt.timedelta(hours=1))
         assert (await _limits(client, mia))["day"]["used_cents"] == 600
         assert_error(
             await client.post(f"/tables/{tables[1]['id']}/seat", headers=auth(mia)),

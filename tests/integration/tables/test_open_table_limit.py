@@ -4,11 +4,13 @@ refused creation creates nothing, and concurrent creations cannot all pass the c
 
 from __future__ import annotations
 
+import datetime as dt
+
 import asyncpg
 import pytest
 
 from tests.conftest import make_settings
-from tests.helpers import assert_error, auth
+from tests.helpers import assert_error, auth, worker_clock_off
 from tests.integration.tables.helpers import create_table, operator, player
 from tests.integration.tables.scenario import concurrently
 
@@ -123,3 +125,32 @@ async def test_creating_and_cancelling_tables_is_limited_per_hour(client, settin
     finally:
         await connection.close()
     await create_table(client, creator, seat_count=2, entry_cents=0)
+
+
+async def test_a_worker_whose_clock_is_off_counts_the_hour_on_the_database_s_clock(
+    client, settings, monkeypatch
+):
+    # The player's creations were half an hour ago by the database's clock.  An hour ahead, a
+    # worker would find none of them in its last hour and let a sixth through; an hour behind,
+    # it would tell the player to come back in an hour and a half.
+    op = await operator(client, settings)
+    _, creator = await player(client, settings, "creator", 0, op)
+    for _ in range(PER_HOUR):
+        table = await create_table(client, creator, seat_count=2, entry_cents=0)
+        cancel = await client.post(f"/tables/{table['id']}/cancel", headers=auth(creator))
+        assert cancel.status_code == 200, cancel.text
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute("SET session_replication_role = replica")  # the guard trigger
+        await connection.execute(
+            "UPDATE game.tables SET created_at = now() - interval '30 minutes'"
+        )
+    finally:
+        await connection.close()
+    body = {"seat_count": 2, "entry_cents": 0}
+    for offset in (dt.timedelta(hours=1), -dt.timedelta(hours=1)):
+        with monkeypatch.context() as skewed:
+            worker_clock_off(skewed, offset)
+            refused = await client.post("/tables", json=body, headers=auth(creator))
+        error = assert_error(refused, 429, "too_many_tables_created")
+        assert 1700 < error["details"]["retry_after_s"] <= 1800, offset

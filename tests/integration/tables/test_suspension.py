@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import uuid
 
 import asyncpg
@@ -21,6 +22,7 @@ from tests.helpers import (
     login,
     sent_while_suspending,
     until_waiting_on_locks,
+    worker_clock_off,
 )
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
 from tests.integration.tables.scenario import seat, sql
@@ -517,3 +519,29 @@ async def test_one_table_failing_does_not_hold_up_the_job_for_the_others(
     assert await _active_seats(settings, ana_id) == [(open_tables[0]["id"], "open")]
     assert (await view(client, op, full[0]["id"]))["status"] == "open"
     assert (await view(client, op, full[1]["id"]))["status"] == "running"
+
+
+async def test_the_job_starts_a_full_table_before_its_fill_deadline_by_the_database_s_clock(
+    client, settings, monkeypatch
+):
+    # The table's fill deadline is ten minutes away by the database's clock: a worker an hour
+    # ahead (past it by its own clock) still starts it.
+    op = await operator(client, settings)
+    ana_id, ana = await player(client, settings, "ana", 1_000, op)
+    _, bia = await player(client, settings, "bia", 1_000, op)
+    table = await create_table(client, op, seat_count=2)
+    await seat(client, ana, table["id"])
+    await _set_suspended(settings, ana_id, True)
+    await seat(client, bia, table["id"])
+    assert (await view(client, bia, table["id"]))["status"] == "open"
+    await _set_suspended(settings, ana_id, False)
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+        with monkeypatch.context() as ahead:
+            worker_clock_off(ahead, dt.timedelta(hours=1))
+            assert await SuspendedSeats(database, runtime).release() == 0
+    finally:
+        await database.dispose()
+    assert (await view(client, bia, table["id"]))["status"] == "running"
