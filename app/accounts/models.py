@@ -13,11 +13,12 @@ from sqlalchemy import (
     Index,
     LargeBinary,
     String,
+    func,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db.base import GameBase, utcnow
+from app.db.base import GameBase
 
 __all__ = (
     "ENTRY_LIMIT_PERIODS",
@@ -66,7 +67,7 @@ class User(GameBase):
     password_hash: Mapped[str] = mapped_column(String(256))
     """``scrypt$<log2 n>$<r>$<p>$<salt b64>$<hash b64>``."""
     role: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     signup_client_key: Mapped[str | None] = mapped_column(String(REMOTE_ADDRESS_MAX_LENGTH))
     """The client key (``app.accounts.service.client_key``) of a player's own sign-up; none
     for a user an operator or the command line created."""
@@ -92,7 +93,7 @@ class AccountSuspension(GameBase):
     actor_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id"))
     """The operator who did it, or the player excluding themselves; none from the command
     line and when a self-exclusion ended by itself."""
-    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     """The end of a self-exclusion."""
 
@@ -126,7 +127,7 @@ class EntryLimit(GameBase):
     """The limit asked for (null: none) by a loosening waiting for ``pending_applies_at``."""
     pending_applies_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     """When the pending loosening applies (null: nothing pending)."""
-    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class EntryLimitChange(GameBase):
@@ -163,7 +164,7 @@ class AccessToken(GameBase):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     token_sha256: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
     user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"), index=True)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -210,5 +211,5 @@ class LoginDevice(GameBase):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
     user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id"))
     token_sha256: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))

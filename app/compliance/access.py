@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from app.compliance.models import AccessLogEntry
-from app.db.base import utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,7 +41,6 @@ def record_access(
         who, role = str(actor.user_id), actor.role
     session.add(
         AccessLogEntry(
-            at=utcnow(),
             actor=who,
             role=role,
             action=action,

@@ -42,7 +42,7 @@ from app.compliance.models import Checkpoint, MerkleLeaf, MerkleNode, PendingLea
 from app.compliance.signatures import register_key, signer_for
 from app.compliance.signing import checkpoint_message
 from app.compliance.verify import checkpoint_head
-from app.db.base import utcnow
+from app.db.base import transaction_clock, utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -203,7 +203,9 @@ async def make_checkpoint(
     workers' daily jobs make one checkpoint a day).  The caller commits.
     """
     await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CHECKPOINT_LOCK_KEY})
-    now = utcnow()
+    # the database's clock (after the lock): how old the latest checkpoint is, and this one's
+    # date, are the same for every worker whatever its clock
+    now = await transaction_clock(session)
     latest = await latest_checkpoint(session)
     if latest is not None and min_interval is not None and latest.created_at > now - min_interval:
         return latest, False

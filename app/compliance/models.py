@@ -31,13 +31,14 @@ from sqlalchemy import (
     LargeBinary,
     SmallInteger,
     String,
+    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import DateTime
 
-from app.db.base import GameBase, utcnow
+from app.db.base import GameBase
 
 __all__ = (
     "AccessLogEntry",
@@ -72,7 +73,7 @@ class SigningKey(GameBase):
     """``ed25519``."""
     public_key: Mapped[bytes] = mapped_column(LargeBinary(32))
     """Raw 32-byte Ed25519 public key."""
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     """When the service first used the key."""
 
 
@@ -89,7 +90,7 @@ class RoundSignature(GameBase):
     """SHA-256 of the record's canonical JSON: what is signed, and the Merkle leaf."""
     key_id: Mapped[str] = mapped_column(ForeignKey("signing_keys.key_id"))
     signature: Mapped[bytes] = mapped_column(LargeBinary(64))
-    signed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    signed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class MerkleLeaf(GameBase):
@@ -103,7 +104,7 @@ class MerkleLeaf(GameBase):
     )
     record_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
     """The round's record hash (the leaf is ``SHA-256(0x00 ‖ record_hash)``)."""
-    added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    added_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
 
 
 class PendingLeaf(GameBase):
@@ -144,7 +145,7 @@ class Checkpoint(GameBase):
     root: Mapped[bytes] = mapped_column(LargeBinary(32))
     key_id: Mapped[str] = mapped_column(ForeignKey("signing_keys.key_id"))
     signature: Mapped[bytes] = mapped_column(LargeBinary(64))
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     origin: Mapped[str] = mapped_column(String(16))
     """``scheduled``, ``api`` or ``cli``."""
     created_by: Mapped[str | None] = mapped_column(String(64))
@@ -161,7 +162,7 @@ class AccessLogEntry(GameBase):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
-    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=func.now())
     actor: Mapped[str] = mapped_column(String(64))
     """A user id, or ``cli:<os user>`` for the command line."""
     role: Mapped[str] = mapped_column(String(16))

@@ -13,14 +13,13 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.compliance.models import RoundSignature, SigningKey
 from app.compliance.record import record_hash, round_record
 from app.compliance.signing import SIGNATURE_ALGORITHM, Signer, SigningKeyError, round_message
-from app.db.base import utcnow
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -72,7 +71,7 @@ async def register_key(session: AsyncSession, signer: Signer) -> None:
             key_id=signer.key_id,
             algorithm=SIGNATURE_ALGORITHM,
             public_key=signer.public_key,
-            created_at=utcnow(),
+            created_at=func.now(),
         )
         .on_conflict_do_nothing(index_elements=["key_id"])
     )
