@@ -26,6 +26,7 @@ __all__ = (
     "auth",
     "behind_the_proxy",
     "create_user",
+    "database_clock",
     "from_threads",
     "hold_the_first_password_check",
     "login",
@@ -129,6 +130,16 @@ async def behind_the_proxy(
             return await proxied.post(path, json=body, headers={"X-Forwarded-For": address})
 
         yield send
+
+
+async def database_clock(settings: Settings) -> dt.datetime:
+    """The database's ``now()``, the clock every worker decides by (:func:`worker_clock_off`)."""
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        moment: dt.datetime = await connection.fetchval("SELECT now()")
+        return moment
+    finally:
+        await connection.close()
 
 
 def worker_clock_off(monkeypatch: Any, offset: dt.timedelta) -> None:

@@ -20,6 +20,7 @@ from tests.helpers import (
     auth,
     behind_the_proxy,
     create_user,
+    database_clock,
     login,
     worker_clock_off,
 )
@@ -27,15 +28,6 @@ from tests.helpers import (
 pytestmark = pytest.mark.asyncio
 
 DAYS = dt.timedelta(days=2)
-
-
-async def _database_now(settings) -> dt.datetime:
-    connection = await asyncpg.connect(settings.database_url)
-    try:
-        moment: dt.datetime = await connection.fetchval("SELECT now()")
-        return moment
-    finally:
-        await connection.close()
 
 
 async def _fetch(settings, query: str, *arguments):
@@ -60,7 +52,7 @@ async def test_a_token_and_a_device_live_their_time_on_the_databases_clock(
         "/auth/login", json={"username": "ana", "password": DEFAULT_PASSWORD}
     )
     assert response.status_code == 200, response.text
-    now = await _database_now(settings)
+    now = await database_clock(settings)
     expires_at = dt.datetime.fromisoformat(response.json()["expires_at"])
     expected = now + dt.timedelta(seconds=settings.token_ttl_s)
     assert abs((expires_at - expected).total_seconds()) < 60
@@ -113,7 +105,7 @@ async def test_a_self_exclusion_runs_its_days_on_the_databases_clock(client, set
     )
     assert response.status_code == 200, response.text
     until = dt.datetime.fromisoformat(response.json()["user"]["suspended_until"])
-    expected = await _database_now(settings) + dt.timedelta(days=2)
+    expected = await database_clock(settings) + dt.timedelta(days=2)
     assert abs((until - expected).total_seconds()) < 60
     monkeypatch.undo()
     worker_clock_off(monkeypatch, dt.timedelta(days=3))
@@ -190,4 +182,4 @@ async def test_the_signup_throttle_counts_on_the_databases_clock(settings, monke
         assert_error(refused, 429, "signup_throttled")
     created = "SELECT max(created_at) FROM game.users WHERE username LIKE 'farm%'"
     moment = await _fetch(settings, created)
-    assert abs((moment - await _database_now(settings)).total_seconds()) < 60
+    assert abs((moment - await database_clock(settings)).total_seconds()) < 60

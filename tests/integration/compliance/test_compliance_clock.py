@@ -11,7 +11,7 @@ import pytest
 
 from app.compliance.checkpoints import make_checkpoint
 from app.db import Database
-from tests.helpers import auth, worker_clock_off
+from tests.helpers import auth, database_clock, worker_clock_off
 from tests.integration.compliance.helpers import staff
 
 pytestmark = pytest.mark.asyncio
@@ -30,15 +30,6 @@ async def _checkpoint(settings, **options):
         await database.dispose()
 
 
-async def _database_now(settings) -> dt.datetime:
-    connection = await asyncpg.connect(settings.database_url)
-    try:
-        moment: dt.datetime = await connection.fetchval("SELECT now()")
-        return moment
-    finally:
-        await connection.close()
-
-
 async def test_the_daily_checkpoint_is_judged_and_dated_on_the_databases_clock(
     settings, monkeypatch
 ):
@@ -48,7 +39,7 @@ async def test_the_daily_checkpoint_is_judged_and_dated_on_the_databases_clock(
     worker_clock_off(monkeypatch, -DAY)
     first, created = await _checkpoint(settings)
     assert created
-    assert abs((first.created_at - await _database_now(settings)).total_seconds()) < 60
+    assert abs((first.created_at - await database_clock(settings)).total_seconds()) < 60
     monkeypatch.undo()
     worker_clock_off(monkeypatch, 2 * DAY)
     latest, created = await _checkpoint(settings, min_interval=DAY)
@@ -65,4 +56,4 @@ async def test_a_compliance_read_is_logged_at_the_databases_time(client, setting
         at = await connection.fetchval("SELECT max(at) FROM game.access_log")
     finally:
         await connection.close()
-    assert abs((at - await _database_now(settings)).total_seconds()) < 60
+    assert abs((at - await database_clock(settings)).total_seconds()) < 60
