@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 from sqlalchemy import delete, func, select, text, update
 
 from app.accounts.models import LoginDevice, User
-from app.db.base import database_now
+from app.db.base import transaction_clock
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -75,7 +75,7 @@ class KnownDevices:
         user)."""
         await self._lock(user_id)
         token = secrets.token_urlsafe(_DEVICE_TOKEN_BYTES)
-        now = await database_now(self._session)
+        now = await transaction_clock(self._session)
         self._session.add(
             LoginDevice(
                 user_id=user_id,

@@ -33,7 +33,7 @@ from app.accounts.passwords import hash_password, verify_password
 from app.accounts.suspension import account_suspended
 from app.accounts.throttling import Throttle, client_key
 from app.accounts.tokens import revoke_live_tokens
-from app.db.base import database_now
+from app.db.base import transaction_clock
 from app.db.paging import CreationOrder
 from app.errors import (
     AuthenticationError,
@@ -218,7 +218,7 @@ class AccountService:
 
     async def _insert_user(self, user: User) -> User:
         # the database's clock, which the signup throttle counts by
-        user.created_at = await database_now(self._session)
+        user.created_at = await transaction_clock(self._session)
         self._session.add(user)
         try:
             await self._session.commit()
@@ -374,7 +374,7 @@ class AccountService:
         token = secrets.token_urlsafe(_TOKEN_BYTES)
         # the database's clock, as every expiry check: a worker's clock off would hand out
         # tokens already expired, or living longer than token_ttl_s
-        expires_at = await database_now(self._session) + dt.timedelta(
+        expires_at = await transaction_clock(self._session) + dt.timedelta(
             seconds=self._settings.token_ttl_s
         )
         self._session.add(

@@ -34,7 +34,7 @@ from sqlalchemy import func, select
 from app.accounts.errors import user_not_found
 from app.accounts.models import AccountSuspension, User
 from app.accounts.tokens import revoke_live_tokens
-from app.db.base import database_now
+from app.db.base import transaction_clock
 from app.errors import ConflictError, ForbiddenError
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ class SuspensionService:
             )
         # a player's self-exclusion becomes the operator's suspension: it no longer ends by
         # itself
-        now = await database_now(self._session)
+        now = await transaction_clock(self._session)
         user.suspended_at = user.suspended_at or now
         user.suspended_until = None
         record = self._record(user, "suspend", reason, actor_id, now)
@@ -161,7 +161,7 @@ class SuspensionService:
         (:meth:`end_self_exclusions`); the caller commits.  ``account_suspended`` (403) when
         the account was suspended meanwhile."""
         user = await self._lock_user(user_id, user_id)
-        now = await database_now(self._session)
+        now = await transaction_clock(self._session)
         user.suspended_at = now
         user.suspended_until = now + dt.timedelta(days=days)
         record = self._record(
@@ -197,7 +197,7 @@ class SuspensionService:
         user = await self._lock_user(user_id, actor_id)
         if user.suspended_at is None:
             raise ConflictError("The account is not suspended.", code="not_suspended")
-        now = await database_now(self._session)
+        now = await transaction_clock(self._session)
         # from the kept record, not the account's row: an operator's suspension over a
         # self-exclusion clears its end there, and suspending then reinstating must not be a
         # way to end a self-exclusion early
@@ -221,7 +221,7 @@ class SuspensionService:
         recorded as a reinstatement by nobody; returns how many.  The rows are locked by the
         statement that finds them: one changed meanwhile (an operator's suspension over it,
         which clears its end) is read again and left when it no longer matches."""
-        now = await database_now(self._session)
+        now = await transaction_clock(self._session)
         ended = await self._session.scalars(
             select(User)
             .where(User.suspended_at.is_not(None), User.suspended_until <= now)

@@ -38,7 +38,7 @@ from sqlalchemy import func, select, text
 from app.compliance.audit import pinned_keys, verify_tables
 from app.compliance.models import AuditSweep, RoundSignature
 from app.compliance.service import allow_fixed_streams
-from app.db.base import database_now
+from app.db.base import transaction_clock
 from app.rng_api import RngServices
 from app.tables.models import Round
 from ledger.reconcile import sweep_reconcile
@@ -173,7 +173,7 @@ class AuditMonitor:
                 return None
             # the database's clock, as the rounds' signing times: a worker whose clock ran
             # ahead would move the window past rounds signed after it, never verified
-            now = await database_now(session)
+            now = await transaction_clock(session)
             last = await session.scalar(select(AuditSweep).order_by(AuditSweep.id.desc()).limit(1))
             half = dt.timedelta(seconds=settings.audit_interval_s / 2)
             if last is not None and last.started_at > now - half:
