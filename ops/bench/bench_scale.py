@@ -265,7 +265,8 @@ async def measure(url: str, args: argparse.Namespace) -> None:
     from app.compliance.monitor import AuditMonitor
     from app.compliance.service import ComplianceService
     from app.rng_api import RngServices
-    from ledger.reconcile import CHECKS, CURRENCY_SUM, reconcile
+    from ledger.checks import CHECKS, CURRENCY_SUM
+    from ledger.reconcile import reconcile
 
     settings = Settings(database_url=url, db_statement_timeout_ms=args.statement_timeout_ms)
     database = Database.connect(url, settings)
