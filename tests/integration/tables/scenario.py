@@ -338,6 +338,21 @@ SLOW_TIMERS = {"decision_timeout_ms": 60_000, "turn_timeout_ms": 60_000, "claim_
 """Player timers no test waits out (a minute each): the test's moves decide."""
 
 
+def self_driven(database_url: str, grace_s: int) -> Settings:
+    """Settings of an app without a scheduler: the test runs the deadlines and the presence
+    sweeps itself (``clock``, ``PresenceSweeper``); players count present for ``grace_s``."""
+    return make_settings(
+        database_url, allow_timer_overrides=True, presence_grace_s=grace_s, run_scheduler=False
+    )
+
+
+async def three_players(client: Any, settings: Settings) -> Game:
+    """A running three-player match of three lives, dealer seat 2, timers of a minute."""
+    return await start_game(
+        client, settings, players=3, dealer=2, options={"lives": 3, **SLOW_TIMERS}
+    )
+
+
 def deals_by_hand(database_url: str) -> Settings:
     """Settings in which each deal waits for the test: a minute's client-seed window and no
     scheduler in the app (the test fires the deals with :func:`clock` and :func:`make_due`)."""

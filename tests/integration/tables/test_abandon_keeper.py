@@ -13,9 +13,8 @@ from app.rng_api import RngServices
 from app.tables.runtime import TableRuntime
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner
-from tests.conftest import make_settings
 from tests.helpers import auth
-from tests.integration.tables.scenario import all_gone_quiet, sql, start_game
+from tests.integration.tables.scenario import all_gone_quiet, self_driven, sql, start_game
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,12 +26,7 @@ test however slow the machine."""
 @pytest.fixture
 def settings(database_url):
     """No scheduler in the app: the test runs the sweeps and the deadlines itself."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=GRACE_S,
-        run_scheduler=False,
-    )
+    return self_driven(database_url, GRACE_S)
 
 
 async def test_a_keeper_eliminated_while_frozen_does_not_leave_the_prize_in_escrow(

@@ -30,7 +30,6 @@ from tests.integration.tables.helpers import (
     player,
 )
 from tests.integration.tables.scenario import (
-    SLOW_TIMERS,
     Game,
     all_gone_quiet,
     clock,
@@ -39,8 +38,9 @@ from tests.integration.tables.scenario import (
     heartbeat,
     make_due,
     seat,
+    self_driven,
     sql,
-    start_game,
+    three_players,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -57,18 +57,7 @@ PLAY_S = 120
 @pytest.fixture
 def settings(database_url):
     """No scheduler in the app: the test runs the deadlines and the sweeps itself."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=GRACE_S,
-        run_scheduler=False,
-    )
-
-
-async def three_players(client, settings) -> Game:
-    return await start_game(
-        client, settings, players=3, dealer=2, options={"lives": 3, **SLOW_TIMERS}
-    )
+    return self_driven(database_url, GRACE_S)
 
 
 async def _due_in(game: Game, kind: str) -> list[dt.timedelta]:

@@ -19,6 +19,26 @@ from tests.integration.tables.scenario import SLOW_TIMERS, sql, start_game
 pytestmark = pytest.mark.asyncio
 
 
+async def _revoke(client, game) -> None:
+    """The operator revokes seat 0's token."""
+    revoked = await client.post(
+        f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
+    )
+    assert revoked.status_code == 200 and revoked.json() == {"revoked": 1}, revoked.text
+
+
+async def _closed_at_the_next_change(game, socket) -> None:
+    """The next public change (the last non-dealer decision starts the dealer's, which wakes
+    every open socket of the table; a single secret decision wakes nobody) closes ``socket``
+    as unauthorized, with no view sent first."""
+    await game.decide(1, True)
+    await game.decide(2, True)
+    with pytest.raises(WebSocketDisconnect) as closed:
+        message = socket.receive_json(timeout=10)
+        pytest.fail(f"a revoked token still received {message['type']}: {message}")
+    assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+
+
 async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, settings):
     game = await start_game(
         client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
@@ -28,20 +48,10 @@ async def test_a_revoked_token_gets_no_further_view_over_an_open_socket(client, 
         first = socket.receive_json(timeout=10)
         assert first["view"]["you"]["match_seat"] == 0
         assert first["view"]["game_view"]["round"]["hand"]
-        revoked = await client.post(
-            f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
-        )
-        assert revoked.status_code == 200 and revoked.json() == {"revoked": 1}
+        await _revoke(client, game)
         refused = await client.get(f"/tables/{game.id}", headers=auth(game.token(0)))
         assert refused.status_code == 401
-        # the last non-dealer decision starts the dealer's: a public change, which wakes every
-        # open socket of the table (a single secret decision wakes nobody)
-        await game.decide(1, True)
-        await game.decide(2, True)
-        with pytest.raises(WebSocketDisconnect) as closed:
-            message = socket.receive_json(timeout=10)
-            pytest.fail(f"a revoked token still received {message['type']}: {message}")
-        assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+        await _closed_at_the_next_change(game, socket)
 
 
 async def test_a_malformed_message_is_ignored_like_any_message_that_is_not_a_ping(client, settings):
@@ -189,16 +199,8 @@ async def test_a_socket_whose_token_the_shared_read_did_not_check_checks_its_own
     socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
     with socket_session as socket:
         assert socket.receive_json(timeout=10)["type"] == "view"
-        revoked = await client.post(
-            f"/admin/users/{game.user(0)}/revoke-tokens", headers=auth(game.operator)
-        )
-        assert revoked.status_code == 200, revoked.text
-        await game.decide(1, True)
-        await game.decide(2, True)
-        with pytest.raises(WebSocketDisconnect) as closed:
-            message = socket.receive_json(timeout=10)
-            pytest.fail(f"a revoked token still received {message['type']}: {message}")
-        assert closed.value.code == UNAUTHORIZED_CLOSE_CODE
+        await _revoke(client, game)
+        await _closed_at_the_next_change(game, socket)
 
 
 async def test_a_shared_read_checks_the_tokens_watching_when_it_starts(client, settings):

@@ -8,10 +8,8 @@ import uuid
 
 import pytest
 
-from tests.conftest import make_settings
 from tests.helpers import assert_error
 from tests.integration.tables.scenario import (
-    SLOW_TIMERS,
     Game,
     all_gone_quiet,
     clock,
@@ -19,8 +17,9 @@ from tests.integration.tables.scenario import (
     expire_timer,
     heartbeat,
     make_due,
+    self_driven,
     sql,
-    start_game,
+    three_players,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -33,18 +32,7 @@ test however slow the machine."""
 @pytest.fixture
 def settings(database_url):
     """No scheduler in the app: the test runs the sweeps and the deadlines itself."""
-    return make_settings(
-        database_url,
-        allow_timer_overrides=True,
-        presence_grace_s=GRACE_S,
-        run_scheduler=False,
-    )
-
-
-async def three_players(client, settings) -> Game:
-    return await start_game(
-        client, settings, players=3, dealer=2, options={"lives": 3, **SLOW_TIMERS}
-    )
+    return self_driven(database_url, GRACE_S)
 
 
 # --- abandonment ---------------------------------------------------------------------------------
