@@ -13,7 +13,6 @@ import pytest
 
 from app.accounts.devices import DEVICE_TTL, KnownDevices
 from app.accounts.suspension import SuspensionService
-from app.db import Database
 from tests.helpers import (
     DEFAULT_PASSWORD,
     assert_error,
@@ -24,6 +23,7 @@ from tests.helpers import (
     login,
     worker_clock_off,
 )
+from tests.integration.tables.scenario import db_session
 
 pytestmark = pytest.mark.asyncio
 
@@ -77,12 +77,8 @@ async def test_an_early_worker_neither_expires_tokens_nor_forgets_devices_early(
     token, device = response.json()["token"], response.json()["device_token"]
     worker_clock_off(monkeypatch, DEVICE_TTL + DAYS)  # beyond every lifetime
     assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
-    database = Database.connect(settings.database_url, settings)
-    try:
-        async with database.session() as session:
-            assert await KnownDevices(session).forget_expired() == 0
-    finally:
-        await database.dispose()
+    async with db_session(settings) as session:
+        assert await KnownDevices(session).forget_expired() == 0
     again = await client.post(
         "/auth/login",
         json={"username": "ana", "password": DEFAULT_PASSWORD, "device_token": device},
@@ -109,12 +105,8 @@ async def test_a_self_exclusion_runs_its_days_on_the_databases_clock(client, set
     assert abs((until - expected).total_seconds()) < 60
     monkeypatch.undo()
     worker_clock_off(monkeypatch, dt.timedelta(days=3))
-    database = Database.connect(settings.database_url, settings)
-    try:
-        async with database.session() as session:
-            assert await SuspensionService(session).end_self_exclusions() == 0
-    finally:
-        await database.dispose()
+    async with db_session(settings) as session:
+        assert await SuspensionService(session).end_self_exclusions() == 0
     refused = await client.post(
         "/auth/login", json={"username": "ana", "password": DEFAULT_PASSWORD}
     )
