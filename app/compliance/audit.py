@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import func, select, text
 
 from app.compliance.bundle import BundleReport, verify_bundle
+from app.compliance.failures import Failure
 from app.compliance.loader import checkpoint_dict, load_bundles, public_key_dicts
 from app.compliance.merkle import MerkleTree, leaf_hash
 from app.compliance.models import Checkpoint, MerkleLeaf, RoundSignature
 from app.compliance.service import allow_fixed_streams
-from app.compliance.verify import Failure, verify_checkpoint
+from app.compliance.verify import verify_checkpoint
 from app.rng_api import RngServices
 from app.tables.models import Round, RoundResult
 

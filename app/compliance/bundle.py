@@ -33,8 +33,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from app.compliance.failures import Failure, RoundOutcome, VerificationFailed
 from app.compliance.money import check_money
-from app.compliance.verify import Failure, RoundOutcome, VerificationFailed, verify_round
+from app.compliance.verify import verify_round
 
 __all__ = ("BUNDLE_FORMAT", "BundleReport", "bundle_keys", "verify_bundle")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.compliance.failures import VerificationFailed
 from app.compliance.record import account_id, split_pool
-from app.compliance.verify import VerificationFailed
 
 __all__ = ("check_money",)
 

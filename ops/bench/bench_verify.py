@@ -49,10 +49,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.compliance import verify as verifier
 from app.compliance.bundle import bundle_keys, verify_bundle
+from app.compliance.replay import check_commitment
 from app.compliance.signing import Signer
 from app.compliance.synthetic import synthetic_bundle
+from app.compliance.verify import check_signature
 from app.config import DEV_SIGNING_KEYRING
 from app.games import resolve_options, restore
 from rng.streams import derive_stream
@@ -178,7 +179,7 @@ def main() -> None:
 
     def draws() -> None:
         for _, item in rounds:
-            seed = verifier._commitment(item)
+            seed = check_commitment(item)
             for entry in item["log"]:
                 body = entry["body"]
                 if entry["kind"] == "chance" and body["kind"] in ("deal", "reshuffle"):
@@ -189,7 +190,7 @@ def main() -> None:
 
     def signatures() -> None:
         for bundle, item in rounds:
-            verifier._signature(bundle["table"], item, keys)
+            check_signature(bundle["table"], item, keys)
 
     total = _best(verify_all)
     parts = {

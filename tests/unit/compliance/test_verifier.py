@@ -20,17 +20,12 @@ from hypothesis import strategies as st
 
 from app.compliance import verify as verifier
 from app.compliance.bundle import verify_bundle
+from app.compliance.encoding import canonical, chain_hash, event_bytes, event_dict, state_hash
 from app.compliance.record import record_hash
+from app.compliance.replay import Diverged, Replay
 from app.compliance.signing import Signer, round_message
 from app.compliance.synthetic import synthetic_bundle
-from app.compliance.verify import (
-    canonical,
-    chain_hash,
-    event_bytes,
-    event_dict,
-    signed_record,
-    state_hash,
-)
+from app.compliance.verify import signed_record
 from app.compliance.verify_bundle import main as offline_main
 from app.config import DEV_SIGNING_KEYRING
 from app.games import replay, resolve_options, restore
@@ -146,18 +141,18 @@ def test_event_bytes_are_the_canonical_bytes_of_every_kind_of_event():
 
 def _reference_outcome(bundle, round_, previous):
     """verify_round with the single-pass chain and replay turned off (the reference checks)."""
-    original = verifier._Replay.run
+    original = Replay.run
 
     def reference_only(self, *, chained):
         if chained:
-            raise verifier._Diverged
+            raise Diverged
         return original(self, chained=False)
 
-    verifier._Replay.run = reference_only
+    Replay.run = reference_only
     try:
         return _outcome(bundle, round_, previous)
     finally:
-        verifier._Replay.run = original
+        Replay.run = original
 
 
 def _outcome(bundle, round_, previous):
