@@ -81,7 +81,7 @@ from app.wallet import (
 )
 from app.wallet.errors import ledger_error_handler
 from ledger.errors import LedgerError
-from rng.service import RngServiceError
+from rng.contract import RngServiceError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

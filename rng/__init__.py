@@ -7,8 +7,9 @@ labelled streams (:mod:`rng.streams`, formulas in :mod:`rng.version_1`), the ver
 (:mod:`rng.verification`, command line ``python -m rng.verify``) and scripted chance for tests
 (:mod:`rng.fixed`). ``docs/rng.md`` specifies every algorithm bit for bit.
 
-The database-backed service (:mod:`rng.service`, tables in :mod:`rng.models`, metrics in
-:mod:`rng.metrics`) is not imported here, so verifying a round needs only ``cryptography``.
+The database-backed service (:mod:`rng.service`; what it returns and how it refuses in
+:mod:`rng.contract`, tables in :mod:`rng.models`, metrics in :mod:`rng.metrics`) is not
+imported here, so verifying a round needs only ``cryptography``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Final
 from litestar import MediaType, Response
 
 from app.errors import AppError, error_body
-from rng.service import RngErrorCode, RngServiceError
+from rng.contract import RngErrorCode, RngServiceError
 
 if TYPE_CHECKING:
     from litestar import Request

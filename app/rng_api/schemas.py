@@ -9,7 +9,7 @@ from typing import Annotated, Final
 import msgspec
 
 from rng.algorithms import Algorithm
-from rng.service import PublicRound
+from rng.contract import PublicRound
 from rng.streams import ALGORITHM_VERSION
 from rng.verification import MAX_PLAYER_COUNT, VerificationResult
 

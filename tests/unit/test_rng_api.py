@@ -9,8 +9,9 @@ import pytest
 from app.config import DEV_SEED_KEYRING, ConfigurationError, Settings
 from app.rng_api import RngServices, app_error_of
 from app.rng_api.errors import STATUS_BY_CODE
+from rng.contract import RngErrorCode, RngServiceError
 from rng.sealing import SealedSeed
-from rng.service import RngErrorCode, RngService, RngServiceError
+from rng.service import RngService
 
 KEY_A = base64.b64encode(bytes(range(32))).decode()
 KEY_B = base64.b64encode(bytes(range(1, 33))).decode()

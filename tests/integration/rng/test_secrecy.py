@@ -18,8 +18,8 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 
 from app.logging import configure_logging
+from rng.contract import RngServiceError
 from rng.sealing import SealingError
-from rng.service import RngServiceError
 from rng.streams import mix_client_seeds
 from tests.helpers import auth
 from tests.integration.rng.conftest import new_table, seed_forms

@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 import rng.service
+from rng.contract import RngErrorCode, RngServiceError, associated_data
 from rng.sealing import SealingError, SeedSealer
-from rng.service import RngErrorCode, RngService, RngServiceError, associated_data
+from rng.service import RngService
 from rng.streams import RandomStream, commitment, new_round_seed
 from rng.verification import verify_round
 from tests.helpers import until_others_wait_on_locks
