@@ -25,8 +25,11 @@ Not a test: it prints figures.  It creates two scratch databases on the server n
 4. Figures: durable actions/s (player actions committed in the window, counted in
    ``game.table_actions``), client-measured action latency p50/p95/p99, the server's own
    histogram (``raiz_action_latency_seconds``), errors and refusals by code, and the CPU
-   seconds the server, its PostgreSQL backends, the load client and the whole machine
-   spent (per committed action too).  ``--py-spy FILE`` profiles the server meanwhile.
+   seconds the server, PostgreSQL, the load client and the whole machine spent (per
+   committed action too).  PostgreSQL's is the whole server's (exact: a backend's CPU
+   moves to the postmaster's children's account when it exits, so the pool's short-lived
+   overflow connections count), so keep other databases quiet meanwhile; the service's
+   backends alive at both ends are printed too.  ``--py-spy FILE`` profiles the server meanwhile.
 5. The server stops; ``pgbench -i -s <scale>`` then ``pgbench -c -j -T`` (built-in TPC-B)
    on a scratch database of the same PostgreSQL; TPS and the ratio actions/s ÷ TPS.
 """
@@ -47,7 +50,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import httpx
@@ -101,8 +104,21 @@ async def create_operator(url: str) -> None:
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu_s() -> dict[int, tuple[int, float]]:
-    """Process group and user + system CPU seconds of every live process, by pid."""
+class Process(NamedTuple):
+    """What the load test reads of a live process in ``/proc/<pid>/stat``."""
+
+    group: int
+    """Process group."""
+    parent: int
+    """Parent pid."""
+    cpu_s: float
+    """User + system CPU seconds it has spent."""
+    reaped_cpu_s: float
+    """User + system CPU seconds of its children that exited and were waited for."""
+
+
+def process_cpu_s() -> dict[int, Process]:
+    """Every live process, by pid."""
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -111,8 +127,15 @@ def process_cpu_s() -> dict[int, tuple[int, float]]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited meanwhile
-        # fields after the name: state, ppid, pgrp, ... utime (11), stime (12)
-        found[int(entry.name)] = int(fields[2]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        # fields after the name: state, ppid, pgrp, ... utime (11), stime (12), cutime (13),
+        # cstime (14)
+        ticks = [int(value) for value in fields[11:15]]
+        found[int(entry.name)] = Process(
+            group=int(fields[2]),
+            parent=int(fields[1]),
+            cpu_s=(ticks[0] + ticks[1]) / CLOCK_TICKS,
+            reaped_cpu_s=(ticks[2] + ticks[3]) / CLOCK_TICKS,
+        )
     return found
 
 
@@ -125,10 +148,16 @@ def machine_cpu_s() -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class CpuSnapshot:
-    """CPU seconds spent so far by the server, its PostgreSQL backends, this client, all."""
+    """CPU seconds spent so far by the server, its PostgreSQL backends, PostgreSQL as a whole,
+    this client, all."""
 
     server: float
     postgres: dict[int, float]
+    """The service's backends live now (connected to its database), by pid."""
+    postgres_all: float
+    """The whole PostgreSQL server: the postmaster, its live children, and the children it
+    has reaped (a backend's CPU moves into its parent's ``cutime``/``cstime`` when it exits,
+    so the pool's short-lived overflow connections count too); every database's work."""
     client: float
     machine_busy: float
     machine_total: float
@@ -143,18 +172,30 @@ class CpuSnapshot:
             )
             or ()
         }
+        own_backend = await db.fetchval("SELECT pg_backend_pid()")
         processes = process_cpu_s()
+        postmaster = processes[own_backend].parent if own_backend in processes else None
+        postgres_all = math.nan  # a PostgreSQL on another machine (or in a container)
+        if postmaster in processes:
+            postgres_all = processes[postmaster].cpu_s + processes[postmaster].reaped_cpu_s
+            postgres_all += sum(p.cpu_s for p in processes.values() if p.parent == postmaster)
         return cls(
-            server=sum(cpu for group, cpu in processes.values() if group == server_group),
-            postgres={pid: processes[pid][1] for pid in backends if pid in processes},
+            server=sum(p.cpu_s for p in processes.values() if p.group == server_group),
+            postgres={pid: processes[pid].cpu_s for pid in backends if pid in processes},
+            postgres_all=postgres_all,
             client=time.process_time(),
             machine_busy=machine_cpu_s()[0],
             machine_total=machine_cpu_s()[1],
         )
 
     def postgres_since(self, before: CpuSnapshot) -> float:
-        """CPU of the service's backends (one that connected meanwhile counts in full)."""
+        """CPU of the service's backends live now (one that connected meanwhile counts in full;
+        one that exited meanwhile is missing: :attr:`postgres_all` has it)."""
         return sum(cpu - before.postgres.get(pid, 0.0) for pid, cpu in self.postgres.items())
+
+    def backends_gone_since(self, before: CpuSnapshot) -> int:
+        """The service's backends live at ``before`` that have exited since."""
+        return len(set(before.postgres) - set(self.postgres))
 
 
 # --- players --------------------------------------------------------------------------------
@@ -369,6 +410,8 @@ class LoadResult:
     server_metrics_after: str
     server_cpu_s: float
     postgres_cpu_s: float
+    postgres_all_cpu_s: float
+    backends_gone: int
     client_cpu_s: float
     machine_busy_s: float
     machine_total_s: float
@@ -454,6 +497,8 @@ async def load(args: argparse.Namespace, base: str, url: str, server_group: int)
         server_metrics_after=after,
         server_cpu_s=cpu_after.server - cpu_before.server,
         postgres_cpu_s=cpu_after.postgres_since(cpu_before),
+        postgres_all_cpu_s=cpu_after.postgres_all - cpu_before.postgres_all,
+        backends_gone=cpu_after.backends_gone_since(cpu_before),
         client_cpu_s=cpu_after.client - cpu_before.client,
         machine_busy_s=cpu_after.machine_busy - cpu_before.machine_busy,
         machine_total_s=cpu_after.machine_total - cpu_before.machine_total,
@@ -500,15 +545,21 @@ def report_load(args: argparse.Namespace, result: LoadResult) -> float:
     cores = os.cpu_count() or 1
     print(
         f"  CPU over the window ({cores} cores = {cores * result.window_s:.0f} CPU-s): "
-        f"server {result.server_cpu_s:.1f} s, its PostgreSQL backends "
-        f"{result.postgres_cpu_s:.1f} s, load client {result.client_cpu_s:.1f} s; whole "
-        f"machine busy {result.machine_busy_s:.1f} of {result.machine_total_s:.1f} s "
-        f"(other users' processes included)"
+        f"server {result.server_cpu_s:.1f} s, PostgreSQL {result.postgres_all_cpu_s:.1f} s "
+        f"(the whole server: every backend, those that exited meanwhile included, and its "
+        f"own processes; the service's backends live at the end alone "
+        f"{result.postgres_cpu_s:.1f} s, {result.backends_gone} of those live at the start "
+        f"exited), load client {result.client_cpu_s:.1f} s; whole machine busy "
+        f"{result.machine_busy_s:.1f} of {result.machine_total_s:.1f} s (other users' "
+        f"processes included)"
     )
     if result.committed:
+        postgres = result.postgres_all_cpu_s
+        if math.isnan(postgres):  # not on this machine: its live backends are what we see
+            postgres = result.postgres_cpu_s
         per_action = {
             "server": result.server_cpu_s,
-            "PostgreSQL": result.postgres_cpu_s,
+            "PostgreSQL": postgres,
             "client": result.client_cpu_s,
         }
         total_ms = 1000 * sum(per_action.values()) / result.committed
