@@ -109,7 +109,29 @@ async def test_missing_unknown_expired_and_revoked_tokens_are_refused(client, se
 
     token = await login(client, "fabi")
     assert (await client.get("/auth/me", headers=auth(token))).status_code == 200
+    # a live token counts only as a Bearer header: not under another scheme, and not in an
+    # HTTP request's query string (URLs end up in access logs; only a WebSocket, which
+    # cannot set headers, takes ?token=)
+    for headers, query in (({"Authorization": f"Basic {token}"}, ""), ({}, f"?token={token}")):
+        assert_error(
+            await client.get(f"/auth/me{query}", headers=headers), 401, "not_authenticated"
+        )
     assert (await client.post("/auth/logout", headers=auth(token))).status_code == 204
+    assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
+
+
+async def test_a_live_token_of_a_suspended_account_is_refused(client, settings):
+    """A suspension revokes the account's tokens; the token check also refuses any token of
+    a suspended account, whatever left it unrevoked (defence in depth)."""
+    await create_user(settings, "dora")
+    token = await login(client, "dora")
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        await connection.execute(
+            "UPDATE game.users SET suspended_at = now() WHERE username = 'dora'"
+        )
+    finally:
+        await connection.close()
     assert_error(await client.get("/auth/me", headers=auth(token)), 401, "not_authenticated")
 
 
