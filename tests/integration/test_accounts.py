@@ -250,6 +250,16 @@ async def test_repeated_failed_logins_are_throttled_even_with_the_right_password
     response = await client.post("/auth/login", json=right)
     assert_error(response, 429, "login_throttled")
     assert response.headers["retry-after"] == str(settings.login_window_s)
+    # a refused attempt is no failure: hammering on does not keep the lockout fresh
+    assert_error(await client.post("/auth/login", json=wrong), 429, "login_throttled")
+    connection = await asyncpg.connect(settings.database_url)
+    try:
+        recorded = await connection.fetchval(
+            "SELECT count(*) FROM game.login_failures WHERE username = 'hugo'"
+        )
+    finally:
+        await connection.close()
+    assert recorded == settings.login_max_failures
     # Other users are not affected.
     await create_user(settings, "iris")
     await login(client, "iris")
