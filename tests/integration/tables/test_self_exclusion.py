@@ -37,16 +37,16 @@ async def _end_self_exclusions(settings) -> int:
         await database.dispose()
 
 
-async def _move_the_end_to_the_past(settings, user_id: str) -> None:
-    """As if the self-exclusion's days had passed: its end on the account and in its kept
-    record (insert-only: its triggers are skipped, as only a superuser can)."""
+async def _move_the_end(settings, user_id: str, to: str = "- interval '1 second'") -> None:
+    """As if the self-exclusion's days had passed: its end, now() ``to``, on the account and
+    in its kept record (insert-only: its triggers are skipped, as only a superuser can)."""
     connection = await asyncpg.connect(settings.database_url)
     try:
         await connection.execute("SET session_replication_role = replica")
         for table, column in (("users", "id"), ("account_suspensions", "user_id")):
             field = "suspended_until" if table == "users" else "until"
             await connection.execute(
-                f"UPDATE game.{table} SET {field} = now() - interval '1 second' "
+                f"UPDATE game.{table} SET {field} = now() {to} "
                 f"WHERE {column} = $1 AND {field} IS NOT NULL",
                 uuid.UUID(user_id),
             )
@@ -90,7 +90,10 @@ async def test_a_player_excludes_themselves_and_it_ends_by_itself(client, settin
         "account_suspended",
     )
 
-    await _move_the_end_to_the_past(settings, ana_id)
+    # a minute before its end it still runs, to the second
+    await _move_the_end(settings, ana_id, to="+ interval '1 minute'")
+    assert await _end_self_exclusions(settings) == 0
+    await _move_the_end(settings, ana_id)
     assert await _end_self_exclusions(settings) == 1
     assert await _end_self_exclusions(settings) == 0
     await login(client, "ana")
@@ -128,7 +131,7 @@ async def test_an_operators_suspension_over_a_self_exclusion_does_not_end_by_its
     )
     assert_error(reinstating, 409, "self_exclusion_running")
     # ... once it has ended, the operator's suspension lasts until an operator lifts it
-    await _move_the_end_to_the_past(settings, bia_id)
+    await _move_the_end(settings, bia_id)
     assert await _end_self_exclusions(settings) == 0
     reinstated = await client.post(
         f"/admin/users/{bia_id}/reinstate", json={"reason": "cleared"}, headers=auth(op)
@@ -141,7 +144,7 @@ async def test_an_ended_self_exclusion_an_operator_lifts_before_the_job(client, 
     op = await operator(client, settings)
     cid_id, cid = await player(client, settings, "cid", 0, op)
     assert (await _exclude(client, cid, {"days": 7})).status_code == 200
-    await _move_the_end_to_the_past(settings, cid_id)
+    await _move_the_end(settings, cid_id)
     reinstated = await client.post(
         f"/admin/users/{cid_id}/reinstate", json={"reason": "it ended"}, headers=auth(op)
     )
