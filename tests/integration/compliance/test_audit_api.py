@@ -146,6 +146,7 @@ async def test_only_compliance_reads_and_every_read_is_in_the_access_log(client,
     rounds = await _rounds(client, auditor, match["table_id"])
     round_id = rounds[0]["round_id"]
     player_token = match["players"][0][1]
+    answers = []
     for path in (
         "/compliance/rounds",
         f"/compliance/rounds/{round_id}",
@@ -157,6 +158,7 @@ async def test_only_compliance_reads_and_every_read_is_in_the_access_log(client,
             assert_error(await client.get(path, headers=auth(token)), 403, "forbidden")
         response = await client.get(path, headers=auth(auditor))
         assert response.status_code == 200, response.text
+        answers.append(response.json())
     assert_error(
         await client.get(f"/compliance/rounds/{uuid.uuid4()}", headers=auth(auditor)),
         404,
@@ -177,6 +179,12 @@ async def test_only_compliance_reads_and_every_read_is_in_the_access_log(client,
     ]
     assert {row["role"] for row in log} == {"compliance"}
     assert all(row["target"] == round_id for row in log[1:4])
+    # what each read found, as its answer showed it
+    searched, _, verified, _, money = answers
+    details = [row["details"] for row in reversed(log)]
+    assert details[1]["found"] == len(searched) and details[1]["table"] is None
+    assert details[3] == {"ok": verified["ok"]} and verified["ok"] is True
+    assert details[5] == {"lines": len(money["lines"])} and money["lines"]
     me = (await client.get("/auth/me", headers=auth(auditor))).json()
     assert {row["actor"] for row in log} == {me.get("id", me.get("user_id"))}
 
