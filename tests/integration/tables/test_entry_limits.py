@@ -256,6 +256,22 @@ async def test_refunded_entries_and_entries_older_than_the_window_do_not_count(c
     await seat(client, eva, tables[4]["id"])
 
 
+async def test_the_month_is_thirty_days_and_what_remains_is_never_below_zero(client, settings):
+    op = await operator(client, settings)
+    fay_id, fay = await player(client, settings, "fay", 10_000, op)
+    await seat(client, fay, (await create_table(client, op, entry_cents=600))["id"])
+    # a lower cap applies at once, below what was paid already: nothing remains, not less
+    await _set(client, fay, "month", 400)
+    limits = await _limits(client, fay)
+    assert (limits["month"]["used_cents"], limits["month"]["remaining_cents"]) == (600, 0)
+    # 29 days and 23 hours later the seat still counts for the month; 30 days later, not
+    await _seats_taken_earlier(settings, fay_id, 29 * 24 + 23)
+    assert (await _limits(client, fay))["month"]["used_cents"] == 600
+    await _seats_taken_earlier(settings, fay_id, 2)
+    limits = await _limits(client, fay)
+    assert (limits["month"]["used_cents"], limits["month"]["remaining_cents"]) == (0, 400)
+
+
 async def test_bad_limit_requests_are_refused_and_change_nothing(client, settings):
     op = await operator(client, settings)
     fay_id, fay = await player(client, settings, "fay", 0, op)
