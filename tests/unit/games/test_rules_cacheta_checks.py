@@ -122,7 +122,10 @@ def test_rule_3_a_recorded_chance_input_must_answer_the_pending_request() -> Non
     # a deal value recorded for another round or under another label is refused, even though
     # the permutation itself would fit; only player actions are legal actions
     match = new_match(RAIZ, 2)
+    refuse("invalid_chance", match.apply_chance, True)  # a seat number, not a boolean
+    refuse("no_deadline", match.timeout)  # no timer runs while a chance input is awaited
     match.apply(ChanceInput("first_dealer", 1, "first_dealer", 0))
+    refuse("no_deadline", match.timeout, 0)
     shuffled = tuple(range(104))
     for kind, number, label in (
         ("deal", 2, "deal"),

@@ -123,6 +123,13 @@ def test_action_records_round_trip_and_bad_records_are_refused() -> None:
         ({"type": "discard", "seat": "1", "card": 2}, "invalid_action"),
         ({"type": "decide", "seat": 1, "mandar": 1}, "invalid_action"),
         ({"type": "claim", "seat": 1, "extra": 0}, "invalid_action"),
+        ({"type": "discard", "seat": 1, "card": True}, "invalid_action"),
+        ({"type": "timeout", "token": False}, "invalid_action"),
+        ({"type": "chance", "kind": 1, "round": 1, "label": "deal", "value": 0}, "invalid_action"),
+        (
+            {"type": "chance", "kind": "deal", "round": 1, "label": None, "value": 0},
+            "invalid_action",
+        ),
     ):
         with pytest.raises(GameError) as error:
             action_from_dict(bad)
@@ -308,6 +315,14 @@ def test_snapshot_restore_round_trip() -> None:
     assert again.snapshot(include_history=True) == data
     assert again.state_hash() == match.state_hash()
     assert again.apply({"type": "claim_window_closed"}) == match.claim_window_closed()
+
+
+def test_rule_3_a_snapshot_whose_deck_count_does_not_fit_its_seats_is_refused() -> None:
+    data = play(4).snapshot(include_history=True)
+    assert data["decks"] == 2
+    with pytest.raises(GameError) as error:
+        restore({**data, "decks": 4})
+    assert error.value.code == "invalid_snapshot"
 
 
 def refused_close(match, seat: int, partition, discard: int | None, code: str) -> None:  # type: ignore[no-untyped-def]
