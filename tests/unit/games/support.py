@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from app.games import CachetaMatch, new_match, parse_card, resolve_options
+import pytest
+
+from app.games import CachetaMatch, GameError, new_match, parse_card, resolve_options
 from app.games.cards import CARDS_PER_DECK
+
+CLOSED9 = "AH 2H 3H 4S 5S 6S 9C 9D 9H"  # three melds
+TWO_MELDS_NEEDS_9 = "AH 2H 3H 4S 5S 6S 9C 9D KC"  # closes with a nine (9H or 9S), discarding KC
+DISCARDER = "9H 2D 3S 4H 5D 7S 8H 10C JD"  # seat 1 in the claim tests; discards 9H
+
+
+def refuse(code: str, action: Callable[..., object], *args: object) -> None:
+    """``action(*args)`` raises ``GameError`` with ``code``."""
+    with pytest.raises(GameError) as error:
+        action(*args)
+    assert error.value.code == code
 
 
 def c(text: str) -> int:

@@ -266,3 +266,46 @@ def test_rule_2_ten_cards_is_a_classic_option_never_under_three_threes() -> None
         assert error.value.details["option"] == "hand_size", preset
     with pytest.raises(GameError, match="three_threes closes exactly 9 cards"):
         resolve_options("cacheta-classic", {"hand_size": 10, "meld_shape": "three_threes"})
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"wilds_per_meld": 5},
+        {"wilds_per_meld": -1},
+        {"min_players": 1},
+        {"max_players": 11, "decks_by_players": [[5, 2], [11, 4]]},
+        {"turn_timeout_ms": 9},
+        {"claim_window_ms": 7 * 24 * 3600 * 1000 + 1},
+        {"max_reshuffles": -1},
+        {"lives": True},
+        {"decks_by_players": [[10, 9]]},
+        {"decks_by_players": [[10, 0]]},
+        {"decks_by_players": [[5, 2]]},
+        {"decks_by_players": [[1, 2], [10, 4]]},
+        {"decks_by_players": [[5, 2], [5, 4], [10, 4]]},
+        {"decks_by_players": [[6, 1], [10, 4]]},
+    ],
+)
+def test_rule_3_option_values_outside_the_rule_books_ranges_are_refused(
+    overrides: dict[str, object],
+) -> None:
+    # §3 players 2..10 (decks_by_players must cover max_players, increasing, 1..8 decks, enough
+    # cards for every hand, the vira and one draw); §1 wilds_per_meld 0..4; timers 10 ms..7 days;
+    # max_reshuffles >= 0; a boolean is not a number
+    with pytest.raises(GameError) as error:
+        resolve_options("cacheta-raiz", overrides)
+    assert error.value.code == "invalid_option_value"
+
+
+def test_rule_3_option_values_at_the_edges_of_their_ranges_are_accepted() -> None:
+    for overrides in (
+        {"wilds_per_meld": 4},
+        {"wilds_per_meld": 0},
+        {"min_players": 2, "max_players": 2, "decks_by_players": [[2, 1]]},
+        {"max_players": 10, "decks_by_players": [[10, 8]]},
+        {"turn_timeout_ms": 10, "claim_window_ms": 7 * 24 * 3600 * 1000},
+        {"max_reshuffles": 0},
+        {"decks_by_players": [[2, 1], [5, 2], [10, 4]]},
+    ):
+        resolve_options("cacheta-raiz", overrides)

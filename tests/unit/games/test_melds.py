@@ -124,3 +124,11 @@ def test_rule_1_wild_scope_same_color_wilds_substitute() -> None:
 def test_rule_1_meld_shape_sizes() -> None:
     assert RAIZ.size_allowed(3) and not RAIZ.size_allowed(4)
     assert ANY.size_allowed(3) and ANY.size_allowed(7) and not ANY.size_allowed(2)
+
+
+def test_rule_1_a_run_never_repeats_a_rank_so_a_wild_never_makes_a_fourteenth_card() -> None:
+    wilds = wild_ids(c("5S"), "same_suit", 2)  # 6S is wild
+    thirteen = "AH 2H 3H 4H 5H 6H 7H 8H 9H 10H JH QH KH"
+    assert valid(thirteen, wilds, ANY)
+    assert not valid(f"{thirteen} 6S", wilds, ANY)  # the 14th card would repeat a rank
+    assert not faces_form_meld(list(range(13)), 1, ANY)

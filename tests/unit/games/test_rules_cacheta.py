@@ -14,18 +14,21 @@ from app.games import (
 )
 from app.games.events import ClaimResolved, ClaimWindowEnded, DealerDecisionStarted, DecisionMade
 
-from .support import c, cs, decide_all, hand, play, rigged_order, start, types
+from .support import (
+    DISCARDER,
+    TWO_MELDS_NEEDS_9,
+    c,
+    cs,
+    decide_all,
+    hand,
+    play,
+    refuse,
+    rigged_order,
+    start,
+    types,
+)
 
 RAIZ = resolve_options("cacheta-raiz")
-CLOSED9 = "AH 2H 3H 4S 5S 6S 9C 9D 9H"  # three melds
-TWO_MELDS_NEEDS_9 = "AH 2H 3H 4S 5S 6S 9C 9D KC"  # closes with a nine (9H or 9S), discarding KC
-DISCARDER = "9H 2D 3S 4H 5D 7S 8H 10C JD"  # seat 1 in the claim tests; discards 9H
-
-
-def refuse(code: str, action, *args: object) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(GameError) as error:
-        action(*args)
-    assert error.value.code == code
 
 
 def test_rule_3_players_2_to_10() -> None:

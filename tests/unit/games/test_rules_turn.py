@@ -14,15 +14,7 @@ from app.games import (
 )
 from app.games.events import Dealt, DrewDiscard
 
-from .support import c, cs, hand, play, types
-
-CLOSED9 = "AH 2H 3H 4S 5S 6S 9C 9D 9H"
-
-
-def refuse(code: str, action, *args: object) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(GameError) as error:
-        action(*args)
-    assert error.value.code == code
+from .support import CLOSED9, c, cs, hand, play, refuse, types
 
 
 def pass_turn(match, seat: int, discard: int | None = None) -> None:  # type: ignore[no-untyped-def]
@@ -210,3 +202,62 @@ def test_player_actions_wait_for_every_kind_of_pending_chance_input() -> None:
         match.apply_chance(0 if kind == "first_dealer" else list(range(request.size)))
     assert match.pending_chance() is None
     match.decide(1, True)  # the dealer's opponent decides first: actions are accepted again
+
+
+def test_rule_2_option_restricted_discard_draw_counts_a_plain_wild_as_its_natural_card() -> None:
+    # vira 5H: 6H is wild. KH KS + 6H as a joker is a set, but under
+    # wild_from_discard_is_plain the 6H taken from the pile is only a 6H, which makes no meld
+    # with two cards of this hand: the restricted draw refuses it
+    hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("KH KS 2C 4D 9H 7C 8S 10D QD")}
+    for plain in (False, True):
+        options = {"restricted_discard_draw": True, "wild_from_discard_is_plain": plain}
+        match = play(hands=hands, vira="5H", options=options)
+        pass_turn(match, 1, discard=c("6H"))
+        if plain:
+            refuse("discard_draw_restricted", match.draw_discard, 2)
+        else:
+            match.draw_discard(2)
+
+
+def test_rule_2_the_lock_lasts_only_for_the_turn_of_the_draw() -> None:
+    # under discard_lock_identical seat 2 takes KC from the pile, which locks KC and its twin
+    # KC#1 for seat 2's turn only: seat 3 may discard its KC#1 on its own turn, and seat 2 may
+    # discard KC on its next turn
+    hands = {1: cs("KC 2D 3S 4H 5D 7S 8H 10C JD"), 3: cs("KC#1 2H 3H 4S 5S 6S 9C 9D 9H")}
+    match = play(hands=hands, options={"discard_lock_identical": True})
+    pass_turn(match, 1, discard=c("KC"))
+    match.draw_discard(2)
+    refuse("card_locked", match.discard, 2, c("KC"))
+    match.discard(2, hand(match, 2)[0])
+    match.claim_window_closed()
+    match.draw_stock(3)
+    assert match.can_discard(3, c("KC#1"))
+    match.discard(3, c("KC#1"))
+    match.claim_window_closed()
+    pass_turn(match, 0)
+    pass_turn(match, 1)
+    match.draw_stock(2)
+    match.discard(2, c("KC"))
+
+
+def test_rule_2_a_deal_or_reshuffle_is_exactly_a_permutation_of_its_cards() -> None:
+    # every physical card is dealt exactly once: a chance value that repeats a card, leaves
+    # one out, adds one, or is not made of integers is refused and nothing changes
+    match = new_match(resolve_options("cacheta-raiz"), 2)
+    match.apply_chance(0)
+    size = 104
+    shuffled = list(range(size))
+    bads: list[list[object]] = [
+        [0] * size,
+        list(range(1, size + 1)),
+        [*shuffled, 0],
+        shuffled[:-1],
+        [True if card == 1 else card for card in shuffled],
+        [float(card) for card in shuffled],
+    ]
+    before = match.state_hash()
+    for bad in bads:
+        refuse("invalid_chance", match.apply_chance, bad)
+        assert not match.can_apply_chance(bad)  # type: ignore[arg-type]
+    assert match.state_hash() == before
+    match.apply_chance(shuffled)

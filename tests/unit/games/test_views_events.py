@@ -123,6 +123,13 @@ def test_action_records_round_trip_and_bad_records_are_refused() -> None:
         ({"type": "discard", "seat": "1", "card": 2}, "invalid_action"),
         ({"type": "decide", "seat": 1, "mandar": 1}, "invalid_action"),
         ({"type": "claim", "seat": 1, "extra": 0}, "invalid_action"),
+        ({"type": "discard", "seat": 1, "card": True}, "invalid_action"),
+        ({"type": "timeout", "token": False}, "invalid_action"),
+        ({"type": "chance", "kind": 1, "round": 1, "label": "deal", "value": 0}, "invalid_action"),
+        (
+            {"type": "chance", "kind": "deal", "round": 1, "label": None, "value": 0},
+            "invalid_action",
+        ),
     ):
         with pytest.raises(GameError) as error:
             action_from_dict(bad)
@@ -308,3 +315,78 @@ def test_snapshot_restore_round_trip() -> None:
     assert again.snapshot(include_history=True) == data
     assert again.state_hash() == match.state_hash()
     assert again.apply({"type": "claim_window_closed"}) == match.claim_window_closed()
+
+
+def test_rule_3_a_snapshot_whose_deck_count_does_not_fit_its_seats_is_refused() -> None:
+    data = play(4).snapshot(include_history=True)
+    assert data["decks"] == 2
+    with pytest.raises(GameError) as error:
+        restore({**data, "decks": 4})
+    assert error.value.code == "invalid_snapshot"
+
+
+def refused_close(match, seat: int, partition, discard: int | None, code: str) -> None:  # type: ignore[no-untyped-def]
+    """``close`` is refused with ``code`` and changes nothing; ``can_close`` agrees."""
+    before = match.state_hash()
+    with pytest.raises(GameError) as error:
+        match.close(seat, partition, discard)
+    assert error.value.code == code
+    assert not match.can_close(seat, partition, discard)
+    assert match.state_hash() == before
+
+
+def test_rule_1_a_close_must_meld_every_card_but_the_discard() -> None:
+    # two valid melds and a discard leave 9C 9D 9S out of the melds: not a close
+    match = play(hands={1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}, stock=cs("9S"))
+    match.draw_stock(1)
+    refused_close(match, 1, [cs("AH 2H 3H"), cs("4S 5S 6S")], c("KC"), "invalid_partition")
+    refused_close(match, 1, [cs("AH 2H 3H"), cs("4S 5S 6S")], None, "invalid_partition")
+    match.close(1, [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9S")], c("KC"))
+
+
+def test_rule_1_a_close_uses_only_cards_of_the_hand() -> None:
+    # every card of the hand is covered, but a fourth meld of cards the player does not hold
+    # (and a discard it does not hold) is refused
+    match = play(hands={1: cs("AH 2H 3H 4S 5S 6S 9C 9D KC")}, stock=cs("9S"))
+    match.draw_stock(1)
+    melds = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9S")]
+    refused_close(match, 1, [*melds, cs("JC JD JS")], c("KC"), "card_not_in_hand")
+    refused_close(match, 1, melds, c("KS#1"), "card_not_in_hand")
+    refused_close(match, 1, None, c("KS#1"), "card_not_in_hand")
+
+
+def test_rule_1_a_full_close_is_refused_where_the_preset_does_not_allow_it() -> None:
+    # under meld_shape any the ten cards fit in melds (3 + 3 + 4); without full_close_allowed
+    # the player must still discard one; with it, the same partition closes with no discard
+    hands = {1: cs("AH 2H 3H 4S 5S 6S 9C 9D 9H")}
+    full = [cs("AH 2H 3H"), cs("4S 5S 6S"), cs("9C 9D 9H 9S")]
+    match = play(hands=hands, stock=cs("9S"), options={"meld_shape": "any"})
+    match.draw_stock(1)
+    refused_close(match, 1, full, None, "full_close_not_allowed")
+    refused_close(match, 1, full, c("KS#1"), "card_not_in_hand")
+    closed = next(e for e in match.close(1) if e.type == "closed")
+    assert closed.discard is not None and not closed.full  # type: ignore[attr-defined]
+    allowed = play(
+        hands=hands, stock=cs("9S"), options={"meld_shape": "any", "full_close_allowed": True}
+    )
+    allowed.draw_stock(1)
+    refused_close(allowed, 1, full, c("KS#1"), "card_not_in_hand")
+    closed = next(e for e in allowed.close(1, full) if e.type == "closed")
+    assert closed.discard is None and closed.full  # type: ignore[attr-defined]
+
+
+def test_rule_1_a_client_partition_may_not_use_a_plain_wild_as_a_joker() -> None:
+    # vira 5H: 6H is wild; under wild_from_discard_is_plain the 6H seat 2 took from the pile
+    # is only a 6H, so it cannot stand for the 3S of AS 2S 3S
+    hands = {1: cs("6H 2D 3S#1 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
+    partition = [cs("AS 2S 6H"), cs("9C 9D 9S"), cs("JD QD KD")]
+    for plain in (False, True):
+        match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
+        match.draw_stock(1)
+        match.discard(1, c("6H"))
+        match.claim_window_closed()
+        match.draw_discard(2)
+        if plain:
+            refused_close(match, 2, partition, c("4C"), "invalid_partition")
+        else:
+            match.close(2, partition, c("4C"))
