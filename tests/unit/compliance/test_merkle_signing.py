@@ -86,6 +86,22 @@ def test_a_proof_fails_against_the_wrong_size_or_with_a_changed_node():
     assert not verify_inclusion(leaves[6], 6, 11, broken, tree.root())
 
 
+def test_a_proof_is_refused_when_it_walks_a_tree_of_another_size_than_it_claims():
+    """RFC 9162 §2.1.3.2's own checks, each of which a hash comparison alone would miss: the
+    path must end exactly at the root of a tree of the claimed size (not before: leaf 6's path
+    in the tree of 8 reaches that tree's root, but the claim is a tree of 11), must not run
+    past it (a 1-leaf tree has no sibling: leaf 1 hashed with leaf 0 is the root of 2 leaves),
+    and the index must be a leaf of that size (a 1-leaf tree's root is its leaf 0, not 1)."""
+    leaves = [leaf_hash(bytes([i])) for i in range(11)]
+    tree = MerkleTree(leaves)
+    assert verify_inclusion(leaves[6], 6, 8, tree.proof(6, 8), tree.root(8))
+    assert not verify_inclusion(leaves[6], 6, 11, tree.proof(6, 8), tree.root(8))
+    assert verify_inclusion(leaves[1], 1, 2, [leaves[0]], tree.root(2))
+    assert not verify_inclusion(leaves[1], 0, 1, [leaves[0]], tree.root(2))
+    assert verify_inclusion(leaves[0], 0, 1, [], tree.root(1))
+    assert not verify_inclusion(leaves[0], 1, 1, [], tree.root(1))
+
+
 def test_the_development_keyring_signs_and_only_the_signed_message_verifies():
     signer = Signer.from_keyring(DEV_SIGNING_KEYRING)
     assert signer.key_id == "dev1" and len(signer.public_key) == 32
