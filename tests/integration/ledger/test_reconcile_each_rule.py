@@ -6,6 +6,8 @@ fires: a tampering caught by a sibling condition proves nothing about the others
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from ledger import reconcile
@@ -197,3 +199,36 @@ async def test_each_rule_broken_alone_is_reported_by_name(
     since = await sweep_reconcile(engine, 0, 5_000)
     assert since.kind == "incremental"
     assert {problem.check for problem in since.problems} == incremental, since.problems
+
+
+async def test_an_incremental_sweep_checks_every_new_entry_and_every_account(
+    run, engine, sql, monkeypatch
+):
+    """Windows of new entries follow each other with no entry left between two of them, and
+    the checks of account rows still cover the accounts no new entry touched."""
+    names = await honest_ledger(run)
+    mark = (await sweep_reconcile(engine, None, 5_000)).entries_up_to
+    for number in range(3):
+        await run(lambda ledger, n=number: ledger.deposit(f"late:{n}", names["bia"], 10))
+    monkeypatch.setattr(importlib.import_module("ledger.reconcile"), "CHUNK_KEYS", 2)
+    clean = await sweep_reconcile(engine, mark, 5_000)
+    assert clean.ok and clean.entries == 6, clean
+    await sql.execute("SET session_replication_role = replica")
+    # the closed escrow, untouched since the mark, holds money again
+    escrow = ESCROW_OF.format(names["table"])
+    await sql.execute(f"UPDATE ledger.accounts SET balance_cents = 5 WHERE id = {escrow}")
+    # and one new entry per window is wrong by one centavo
+    await sql.execute(
+        "UPDATE ledger.entries SET amount_cents = amount_cents + 1,"
+        " balance_after_cents = balance_after_cents + 1"
+        " WHERE transfer_id LIKE 'late:%' AND amount_cents < 0"
+    )
+    report = await sweep_reconcile(engine, mark, 5_000)
+    assert {problem.check for problem in report.problems} == {
+        "currency_sum",
+        "closed_escrow_empty",
+        "balance_chain",
+        "last_entry_is_balance",
+        "transfer_balanced",
+    }, report.problems
+    assert sum(p.check == "transfer_balanced" for p in report.problems) == 3, report.problems
