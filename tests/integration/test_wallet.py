@@ -265,6 +265,31 @@ async def test_the_webhook_applies_a_signed_event_once(client, settings, people)
     assert wallet["balance_cents"] == 5_000 and wallet["version"] == 1
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"currency": "USD"},
+        {"currency": "brl"},
+        {"amount_cents": 0},
+        {"amount_cents": -500},
+        {"amount_cents": 12.5},
+        {"amount_cents": "500"},
+        {"amount_cents": 10**12 + 1},
+    ],
+    ids=["usd", "lowercase-brl", "zero", "negative", "fraction", "string", "too-large"],
+)
+async def test_a_signed_event_with_another_currency_or_amount_credits_nothing(
+    client, settings, people, overrides
+):
+    refused = await post_event(client, settings, event(people, event_id="evt_x", **overrides))
+    assert_error(refused, 400, "validation_error")
+    wallet = (await client.get("/wallet", headers=auth(people["token"]["player"]))).json()
+    assert wallet["balance_cents"] == 0 and wallet["account_id"] is None
+    # nothing of the event was recorded: its first valid delivery is applied as new
+    applied = await post_event(client, settings, event(people, event_id="evt_x"))
+    assert applied.status_code == 200 and applied.json()["replayed"] is False
+
+
 async def test_a_redelivery_signed_later_is_still_applied_once(client, settings, people):
     # The provider signs each delivery afresh: a retry carries another timestamp and header.
     now = int(time.time())

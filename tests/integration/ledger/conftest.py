@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -67,6 +68,14 @@ class Runner:
                 )
             ).one()
         return tuple(accounts), tuple(counts)
+
+
+@pytest.fixture
+async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain asyncpg connection, for what the ledger's API cannot do (tampering)."""
+    connection = await asyncpg.connect(database_url)
+    yield connection
+    await connection.close()
 
 
 @pytest.fixture

@@ -265,3 +265,53 @@ async def test_a_statement_page_agrees_with_its_balance_when_a_write_lands_in_be
     statement = await reading
     assert statement.lines[0].balance_after_cents == statement.account.balance_cents
     assert statement.account.version == statement.lines[0].account_version
+
+
+async def test_a_batch_losing_a_race_on_one_id_leaves_the_callers_transaction_as_it_was(
+    run, database_url
+):
+    """Two bodies of one id on disjoint accounts: the loser's batch inserted its other transfer
+    before waiting on the winner's id, and its savepoint must undo that, so a caller that
+    carries on and commits records nothing of the refused batch (no transfer without its
+    entries, no id burnt)."""
+    ana, bia, caio, dani, eva, fabio = (uuid.uuid4() for _ in range(6))
+    for player in (ana, bia, caio):
+        await run(lambda ledger, p=player: ledger.deposit(f"dep:{p}", p, 1_000))
+    for player in (dani, eva, fabio):
+        await run(lambda ledger, p=player: ledger.ensure_player_wallet(p))
+
+    def adjustment(ledger: Ledger, transfer_id: str, debit, credit, amount: int):
+        return TransferRequest(
+            transfer_id, ledger.wallet_id(debit), ledger.wallet_id(credit), amount,
+            TransferKind.ADJUSTMENT,
+        )  # fmt: skip
+
+    async with run.sessions() as first, run.sessions() as second:
+        await first.begin()
+        winner = Ledger(first)
+        await winner.submit([adjustment(winner, "shared", ana, dani, 100)])
+
+        async def carry_on() -> ErrorCode:
+            async with second.begin():
+                ledger = Ledger(second)
+                with pytest.raises(LedgerError) as caught:
+                    await ledger.submit(
+                        [
+                            adjustment(ledger, "own", caio, eva, 7),
+                            adjustment(ledger, "shared", bia, fabio, 100),
+                        ]
+                    )
+                await ledger.withdraw("after", caio, 1)
+            return caught.value.code
+
+        loser = asyncio.create_task(carry_on())
+        await until_others_wait_on_locks(database_url)
+        assert not loser.done(), "the batch must wait on the winner's id"
+        await first.commit()
+        assert await loser == ErrorCode.IDEMPOTENCY_CONFLICT
+    assert await run.scalar("SELECT count(*) FROM ledger.transfers WHERE id = 'own'") == 0
+    balances = [
+        await run(lambda ledger, p=p: ledger.balance(ledger.wallet_id(p)))
+        for p in (ana, bia, caio, dani, eva, fabio)
+    ]
+    assert balances == [900, 1_000, 999, 100, 0, 0]

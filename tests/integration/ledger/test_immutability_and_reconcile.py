@@ -24,13 +24,6 @@ async def honest_ledger(run) -> dict[str, uuid.UUID]:
     return {"ana": ana, "bia": bia, "table": table}
 
 
-@pytest.fixture
-async def sql(database_url):
-    connection = await asyncpg.connect(database_url)
-    yield connection
-    await connection.close()
-
-
 @pytest.mark.parametrize(
     "statement",
     [

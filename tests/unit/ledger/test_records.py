@@ -101,6 +101,27 @@ def test_the_request_hash_is_canonical():
 
 
 @pytest.mark.parametrize(
+    "change",
+    [
+        {"debit_account_id": uuid.uuid4()},
+        {"credit_account_id": uuid.uuid4()},
+        {"amount_cents": 99},
+        {"kind": TransferKind.DEPOSIT},
+        {"reference": {"table": "t"}},
+        {"metadata": {"note": "n"}},
+        {"kind": TransferKind.REVERSAL, "reverses_id": "t-0"},
+    ],
+    ids="+".join,
+)
+def test_every_field_of_a_request_is_in_its_idempotency_hash(change):
+    """A replay must be the same request: the same id moving money from another account, to
+    another one, or another amount is a conflict, never the original's result."""
+    assert request(**change).sha256() != request().sha256()
+    if "reverses_id" in change:
+        assert request(**change).sha256() != request(kind=TransferKind.REVERSAL).sha256()
+
+
+@pytest.mark.parametrize(
     ("args", "code"),
     [
         (("", 0, [A], {}), ErrorCode.INVALID_SETTLEMENT_ID),
