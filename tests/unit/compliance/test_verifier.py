@@ -22,7 +22,7 @@ from app.compliance.bundle import verify_bundle
 from app.compliance.encoding import canonical, chain_hash, event_bytes, event_dict, state_hash
 from app.compliance.record import record_hash
 from app.compliance.replay import Diverged, Replay
-from app.compliance.signing import Signer, round_message
+from app.compliance.signing import Signer
 from app.compliance.verify import signed_record
 from app.compliance.verify_bundle import main as offline_main
 from app.games import replay, resolve_options, restore
@@ -35,43 +35,18 @@ from app.games.events import (
     canonical_bytes,
     event_from_dict,
 )
-from app.tables.roundlog import entry_hash, genesis_hash
-from tests.unit.compliance.support import SIGNER, failure
+from app.tables.roundlog import entry_hash
+from tests.unit.compliance.support import (
+    SIGNER,
+    failure,
+    log_entry,
+    played_round,
+    rechain_and_resign,
+    sign,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 FORGER = Signer.from_keyring("dev1:" + base64.b64encode(b"f" * 32).decode())
-
-
-def _played(bundle) -> dict:
-    """A round in which cards were discarded."""
-    return next(
-        r for r in bundle["rounds"] if any(e["body"].get("type") == "discarded" for e in r["log"])
-    )
-
-
-def _entry(round_, predicate) -> dict:
-    return next(e for e in round_["log"] if predicate(e))
-
-
-def _rechain_and_resign(bundle, round_, signer=SIGNER) -> None:
-    """What a forger with the signing key would do after editing a round."""
-    previous = genesis_hash(uuid.UUID(round_["id"]), round_["commitment"])
-    for entry in round_["log"]:
-        previous = entry_hash(previous, entry["seq"], entry["kind"], entry["body"])
-        entry["hash"] = previous.hex()
-    round_["result"]["last_hash"] = previous.hex()
-    round_["result"]["entries"] = len(round_["log"])
-    _sign(round_, signed_record(bundle["table"], round_), signer)
-
-
-def _sign(round_, record, signer=SIGNER) -> None:
-    digest = record_hash(record)
-    round_["signature"] = {
-        "key_id": signer.key_id,
-        "signature": signer.sign(round_message(digest)).hex(),
-        "record_hash": digest.hex(),
-        "record": record,
-    }
 
 
 def test_a_recorded_match_verifies(bundle):
@@ -203,7 +178,7 @@ def test_the_single_pass_names_exactly_what_the_reference_checks_name(
             later["seq"] = position
     if rechain:
         with contextlib.suppress(TypeError, ValueError):  # not encodable: the plain edit
-            _rechain_and_resign(bundle, round_)
+            rechain_and_resign(bundle, round_)
     previous = None if number == 0 else bundle["rounds"][number - 1]["result"]["final_state_hash"]
     fast = _outcome(bundle, round_, previous)
     reference = _reference_outcome(bundle, round_, previous)
@@ -223,17 +198,17 @@ def test_a_boolean_or_float_seq_is_a_broken_chain(bundle):
 
 
 def test_stored_data_tampering_is_named(bundle):
-    played = _played(bundle)
-    discard = _entry(played, lambda e: e["body"].get("type") == "discarded")
+    played = played_round(bundle)
+    discard = log_entry(played, lambda e: e["body"].get("type") == "discarded")
     cases = []
     flipped = copy.deepcopy(bundle)
-    _entry(_played(flipped), lambda e: e["seq"] == discard["seq"])["body"]["card"] ^= 1
+    log_entry(played_round(flipped), lambda e: e["seq"] == discard["seq"])["body"]["card"] ^= 1
     cases.append((flipped, ("chain", f"entry {discard['seq']}")))
     deleted = copy.deepcopy(bundle)
-    _played(deleted)["log"].pop(discard["seq"] - 1)
+    played_round(deleted)["log"].pop(discard["seq"] - 1)
     cases.append((deleted, ("chain", f"entry {discard['seq']}")))
     reordered = copy.deepcopy(bundle)
-    log = _played(reordered)["log"]
+    log = played_round(reordered)["log"]
     position = discard["seq"] - 1
     log[position]["seq"], log[position + 1]["seq"] = log[position + 1]["seq"], log[position]["seq"]
     log.sort(key=lambda e: e["seq"])
@@ -258,10 +233,10 @@ def test_stored_data_tampering_is_named(bundle):
 
 
 def test_a_rechained_and_resigned_event_edit_is_caught_by_the_replay(bundle):
-    round_ = _played(bundle)
-    discard = _entry(round_, lambda e: e["body"].get("type") == "discarded")
+    round_ = played_round(bundle)
+    discard = log_entry(round_, lambda e: e["body"].get("type") == "discarded")
     discard["body"]["by_timeout"] = not discard["body"]["by_timeout"]
-    _rechain_and_resign(bundle, round_)
+    rechain_and_resign(bundle, round_)
     assert failure(bundle) == ("replay", f"entry {discard['seq']}")
 
 
@@ -269,26 +244,27 @@ def test_a_rechained_log_signed_by_another_key_is_caught_by_the_signature(bundle
     round_ = bundle["rounds"][0]
     # a note is chained but not replayed: only the chain's seal and the signature protect it
     round_["log"].append({"seq": len(round_["log"]) + 1, "kind": "note", "body": {"type": "x"}})
-    _rechain_and_resign(bundle, round_, FORGER)
+    rechain_and_resign(bundle, round_, FORGER)
     assert failure(bundle, public_keys={"dev1": SIGNER.public_key}) == ("signature", "signature")
 
 
 def test_a_deal_that_does_not_come_from_the_seed_is_named_even_if_re_signed(bundle):
     round_ = bundle["rounds"][1]
-    deal = _entry(round_, lambda e: e["kind"] == "chance" and e["body"]["kind"] == "deal")
+    deal = log_entry(round_, lambda e: e["kind"] == "chance" and e["body"]["kind"] == "deal")
     value = deal["body"]["value"]
     value[0], value[1] = value[1], value[0]
-    _rechain_and_resign(bundle, round_)
+    rechain_and_resign(bundle, round_)
     assert failure(bundle) == ("chance", f"entry {deal['seq']}")
+    assert "(first difference at position 0)" in verify_bundle(bundle).failure.reason
 
 
 def test_an_input_the_engine_refuses_or_that_changes_the_events_is_named(bundle):
-    round_ = _played(bundle)
-    discard_input = _entry(
+    round_ = played_round(bundle)
+    discard_input = log_entry(
         round_, lambda e: e["kind"] == "input" and e["body"]["type"] == "discard"
     )
     discard_input["body"]["card"] = 10_000
-    _rechain_and_resign(bundle, round_)
+    rechain_and_resign(bundle, round_)
     check, item = failure(bundle)
     assert (check, item) == ("replay", f"entry {discard_input['seq']}")
     report = verify_bundle(bundle)
@@ -297,23 +273,23 @@ def test_an_input_the_engine_refuses_or_that_changes_the_events_is_named(bundle)
 
 def test_a_player_acting_for_another_seat_or_a_player_sent_timeout_is_named(bundle):
     timed = copy.deepcopy(bundle)
-    round_ = _played(bundle)
-    move = _entry(round_, lambda e: e["kind"] == "input" and "user" in e["body"]["source"])
+    round_ = played_round(bundle)
+    move = log_entry(round_, lambda e: e["kind"] == "input" and "user" in e["body"]["source"])
     other = next(s["user_id"] for s in bundle["seats"] if s["engine_seat"] != move["body"]["seat"])
     move["body"]["source"]["user"] = other
-    _rechain_and_resign(bundle, round_)
+    rechain_and_resign(bundle, round_)
     assert failure(bundle) == ("replay", f"entry {move['seq']}")
-    round_ = _played(timed)
-    timeout = _entry(round_, lambda e: e["kind"] == "input" and e["body"]["type"] == "timeout")
+    round_ = played_round(timed)
+    timeout = log_entry(round_, lambda e: e["kind"] == "input" and e["body"]["type"] == "timeout")
     timeout["body"]["source"] = {"user": bundle["seats"][0]["user_id"], "action_id": "x"}
-    _rechain_and_resign(timed, round_)
+    rechain_and_resign(timed, round_)
     assert failure(timed) == ("replay", f"entry {timeout['seq']}")
 
 
 def test_a_wrong_final_state_or_broken_continuity_is_named(bundle):
     round_ = bundle["rounds"][0]
     round_["result"]["final_state_hash"] = "0" * 64
-    _rechain_and_resign(bundle, round_)
+    rechain_and_resign(bundle, round_)
     assert failure(bundle) == ("final_state", "final state hash")
     gap = copy.deepcopy(bundle)
     del gap["rounds"][1]
@@ -384,7 +360,7 @@ def test_a_round_signed_in_the_legacy_format_still_verifies(bundle):
     for round_ in legacy["rounds"]:
         record = signed_record(legacy["table"], round_, LEGACY_RECORD_FORMAT)
         assert set(record["table"]) == {"id", "game", "preset", "options"}
-        _sign(round_, record)
+        sign(round_, record)
     assert verify_bundle(legacy, public_keys={"dev1": SIGNER.public_key}).ok
     downgraded = copy.deepcopy(bundle)
     round_ = downgraded["rounds"][0]
