@@ -1,7 +1,7 @@
-"""Checks 1 to 4 of a round verification (:mod:`app.compliance.replay`), each condition
-broken alone on a recorded bot match's bundle -- by a forger who re-chains the log and
-re-signs where the edit would otherwise break the chain first -- and named on its own check,
-item and reason."""
+"""The checks of a round verification (1 to 4 in :mod:`app.compliance.replay`, signature and
+inclusion in :mod:`app.compliance.verify`), each condition broken alone on a recorded bot
+match's bundle -- by a forger who re-chains the log and re-signs where the edit would
+otherwise break the chain first -- and named on its own check, item and reason."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import pytest
 
 from app.compliance import verify as verifier
 from app.compliance.bundle import verify_bundle
+from app.compliance.merkle import MerkleTree, leaf_hash
+from app.compliance.signing import checkpoint_message
+from app.compliance.verify import checkpoint_head
 from tests.unit.compliance.support import (
     SIGNER,
     failure,
@@ -184,3 +187,69 @@ def test_a_summary_other_than_the_rounds_end_event_is_named(bundle):
     round_["result"]["summary"] = {**round_["result"]["summary"], "winner": 3}
     rechain_and_resign(bundle, round_)
     assert failure(bundle) == ("final_state", "summary")
+
+
+def _checkpointed(bundle) -> dict:
+    """Every round of ``bundle`` under one signed checkpoint, each with its audit path."""
+    digests = [bytes.fromhex(r["signature"]["record_hash"]) for r in bundle["rounds"]]
+    tree = MerkleTree([leaf_hash(digest) for digest in digests])
+    checkpoint = {
+        "id": 7,
+        "tree_size": tree.size,
+        "root": tree.root().hex(),
+        "created_at": "2026-01-02T00:00:00+00:00",
+        "key_id": SIGNER.key_id,
+    }
+    checkpoint["signature"] = SIGNER.sign(checkpoint_message(checkpoint_head(checkpoint))).hex()
+    bundle["checkpoints"] = [checkpoint]
+    for index, round_ in enumerate(bundle["rounds"]):
+        round_["inclusion"] = {
+            "checkpoint_id": 7,
+            "leaf_index": index,
+            "audit_path": [node.hex() for node in tree.proof(index)],
+        }
+    assert verify_bundle(bundle, public_keys=KEYS).ok
+    return checkpoint
+
+
+def test_an_inclusion_proof_is_checked_against_a_signed_checkpoint(bundle):
+    checkpoint = _checkpointed(bundle)
+    bent = copy.deepcopy(bundle)
+    bent["rounds"][1]["inclusion"]["leaf_index"] = 0
+    assert failure(bent, public_keys=KEYS) == ("inclusion", "leaf 0")
+    missing = copy.deepcopy(bundle)
+    missing["checkpoints"] = []
+    assert failure(missing, public_keys=KEYS) == ("inclusion", "checkpoint")
+    unknown = copy.deepcopy(bundle)
+    unknown["checkpoints"][0]["key_id"] = "elsewhere"
+    assert failure(unknown, public_keys=KEYS) == ("inclusion", "checkpoint 7")
+    assert "unknown key" in _reason(unknown)
+    forged = copy.deepcopy(bundle)
+    forged["checkpoints"][0]["root"] = "00" * 32  # the signature no longer covers it
+    assert failure(forged, public_keys=KEYS) == ("inclusion", "checkpoint 7")
+    assert "does not verify" in _reason(forged)
+    assert checkpoint["tree_size"] == len(bundle["rounds"])
+
+
+def test_an_unsigned_round_or_one_signed_with_an_unknown_key_is_named(bundle):
+    unsigned = copy.deepcopy(bundle)
+    unsigned["rounds"][0]["signature"] = None
+    assert failure(unsigned, public_keys=KEYS) == ("signature", "signature")
+    assert "not signed" in _reason(unsigned)
+    assert failure(bundle, public_keys={"other": SIGNER.public_key}) == ("signature", "key")
+
+
+def test_a_round_that_has_not_finished_is_a_format_failure(bundle):
+    seats = {seat["engine_seat"]: seat["user_id"] for seat in bundle["seats"]}
+    round_ = bundle["rounds"][0]
+    round_["result"] = None
+    outcome = verifier.verify_round(
+        bundle["table"],
+        round_,
+        previous_final_state_hash=None,
+        seats=seats,
+        keys=KEYS,
+        checkpoints={},
+    )
+    assert outcome.failure is not None
+    assert (outcome.failure.check, outcome.failure.item) == ("format", "result")
