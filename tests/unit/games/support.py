@@ -140,3 +140,14 @@ def hand(match: CachetaMatch, seat: int) -> list[int]:
 
 def types(events: Iterable[object]) -> list[str]:
     return [event.type for event in events]  # type: ignore[attr-defined]
+
+
+def seat_two_takes_the_discarded_wild(hands: dict[int, list[int]], plain: bool) -> CachetaMatch:
+    """Vira 5H (6H is wild): seat 1 draws and discards its 6H, and seat 2 takes it from the
+    pile, under ``wild_from_discard_is_plain`` = ``plain``."""
+    match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
+    match.draw_stock(1)
+    match.discard(1, c("6H"))
+    match.claim_window_closed()
+    match.draw_discard(2)
+    return match

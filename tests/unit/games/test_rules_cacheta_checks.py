@@ -15,7 +15,17 @@ from app.games import (
     resolve_options,
 )
 
-from .support import DISCARDER, TWO_MELDS_NEEDS_9, c, cs, decide_all, play, refuse, start
+from .support import (
+    DISCARDER,
+    TWO_MELDS_NEEDS_9,
+    c,
+    cs,
+    decide_all,
+    play,
+    refuse,
+    seat_two_takes_the_discarded_wild,
+    start,
+)
 
 RAIZ = resolve_options("cacheta-raiz")
 
@@ -44,11 +54,7 @@ def test_rule_3_a_wild_taken_from_the_pile_is_plain_for_the_two_meld_claim_test(
         3: cs("QH 2C 4S 6D 8C 10H JH QC KD"),
     }
     for plain in (False, True):
-        match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
-        match.draw_stock(1)
-        match.discard(1, c("6H"))
-        match.claim_window_closed()
-        match.draw_discard(2)
+        match = seat_two_takes_the_discarded_wild(hands, plain)
         match.discard(2, c("KH"))
         match.claim_window_closed()
         match.draw_stock(3)

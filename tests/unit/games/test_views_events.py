@@ -22,7 +22,7 @@ from app.games import (
 from app.games.actions import Close, Decide, Timeout
 from app.games.views import CARD_FIELDS
 
-from .support import c, cs, hand, play, start
+from .support import c, cs, hand, play, seat_two_takes_the_discarded_wild, start
 
 
 def _all_ints(value: object, into: set[int]) -> None:
@@ -256,11 +256,7 @@ def test_rule_1_option_wild_from_discard_is_plain_for_the_taker() -> None:
     # vira 5H: 6H is wild; seat 2 takes 6H from the pile and may not use it as a joker
     hands = {1: cs("6H 2D 3S 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
     for plain in (False, True):
-        match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
-        match.draw_stock(1)
-        match.discard(1, c("6H"))
-        match.claim_window_closed()
-        match.draw_discard(2)
+        match = seat_two_takes_the_discarded_wild(hands, plain)
         assert match.can_close(2) is (not plain)
 
 
@@ -381,11 +377,7 @@ def test_rule_1_a_client_partition_may_not_use_a_plain_wild_as_a_joker() -> None
     hands = {1: cs("6H 2D 3S#1 4H 5D 7S 8H 10C JC"), 2: cs("AS 2S 9C 9D 9S JD QD KD 4C")}
     partition = [cs("AS 2S 6H"), cs("9C 9D 9S"), cs("JD QD KD")]
     for plain in (False, True):
-        match = play(hands=hands, vira="5H", options={"wild_from_discard_is_plain": plain})
-        match.draw_stock(1)
-        match.discard(1, c("6H"))
-        match.claim_window_closed()
-        match.draw_discard(2)
+        match = seat_two_takes_the_discarded_wild(hands, plain)
         if plain:
             refused_close(match, 2, partition, c("4C"), "invalid_partition")
         else:
