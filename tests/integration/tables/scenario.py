@@ -32,6 +32,7 @@ from app.games.views import CARD_FIELDS, full_view
 from app.rng_api import RngServices
 from app.tables.models import Table
 from app.tables.runtime import TableRuntime
+from app.tables.suspended import SuspendedSeats
 from app.tables.timers import PresenceSweeper, table_deadline_handlers
 from app.timers import DeadlineRunner
 from tests.conftest import make_settings
@@ -164,6 +165,18 @@ async def concurrently(client: Any, requests: Sequence[tuple[Any, ...]]) -> list
                 *(loop.run_in_executor(pool, send, *request) for request in requests)
             )
         )
+
+
+@asynccontextmanager
+async def suspended_seats_job(settings: Settings) -> AsyncIterator[SuspendedSeats]:
+    """The job releasing suspended players' seats, on its own pool from this event loop."""
+    assert settings.database_url is not None
+    database = Database.connect(settings.database_url, settings)
+    try:
+        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+        yield SuspendedSeats(database, runtime)
+    finally:
+        await database.dispose()
 
 
 @asynccontextmanager

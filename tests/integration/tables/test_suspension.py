@@ -9,9 +9,6 @@ import uuid
 import asyncpg
 import pytest
 
-from app.db import Database
-from app.rng_api import RngServices
-from app.tables.runtime import TableRuntime
 from app.tables.suspended import SuspendedSeats
 from tests.helpers import (
     DEFAULT_PASSWORD,
@@ -25,7 +22,7 @@ from tests.helpers import (
     worker_clock_off,
 )
 from tests.integration.tables.helpers import balance, create_table, operator, player, view
-from tests.integration.tables.scenario import seat, sql
+from tests.integration.tables.scenario import seat, sql, suspended_seats_job
 
 pytestmark = pytest.mark.asyncio
 
@@ -279,15 +276,9 @@ async def test_the_periodic_release_gives_up_what_an_interrupted_suspension_left
         return await real_give_up(self, table_id, user_id)
 
     monkeypatch.setattr(SuspendedSeats, "_give_up", reinstated_meanwhile)
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    try:
-        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
-        job = SuspendedSeats(database, runtime)
+    async with suspended_seats_job(settings) as job:
         assert await job.release() == 2
         assert await job.release() == 0
-    finally:
-        await database.dispose()
     assert await _active_seats(settings, ana_id) == []
     assert await _active_seats(settings, bia_id) == [(tables[0]["id"], "open")]
     assert await _active_seats(settings, cid_id) == [(tables[1]["id"], "open")]
@@ -431,19 +422,13 @@ async def test_a_full_table_whose_suspended_account_was_reinstated_starts_by_the
         "UPDATE game.tables SET fill_deadline_at = now() - interval '1 second' WHERE id = :id",
         id=uuid.UUID(late["id"]),
     )
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    try:
-        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
-        job = SuspendedSeats(database, runtime)
+    async with suspended_seats_job(settings) as job:
 
         async def not_reached(table_id: uuid.UUID, user_id: uuid.UUID) -> int:
             return 0
 
         job._give_up = not_reached  # type: ignore[method-assign]
         assert await job.release() == 0
-    finally:
-        await database.dispose()
     started = await view(client, bia, table["id"])
     assert started["status"] == "running" and len(started["seats"]) == 2
     assert (await view(client, dan, waiting["id"]))["status"] == "open"
@@ -509,13 +494,8 @@ async def test_one_table_failing_does_not_hold_up_the_job_for_the_others(
 
     monkeypatch.setattr(TableService, "give_up_seat", give_up_seat)
     monkeypatch.setattr(TableService, "start_full", start_full)
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    try:
-        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
-        assert await SuspendedSeats(database, runtime).release() == 1
-    finally:
-        await database.dispose()
+    async with suspended_seats_job(settings) as job:
+        assert await job.release() == 1
     assert await _active_seats(settings, ana_id) == [(open_tables[0]["id"], "open")]
     assert (await view(client, op, full[0]["id"]))["status"] == "open"
     assert (await view(client, op, full[1]["id"]))["status"] == "running"
@@ -535,13 +515,8 @@ async def test_the_job_starts_a_full_table_before_its_fill_deadline_by_the_datab
     await seat(client, bia, table["id"])
     assert (await view(client, bia, table["id"]))["status"] == "open"
     await _set_suspended(settings, ana_id, False)
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    try:
-        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
+    async with suspended_seats_job(settings) as job:
         with monkeypatch.context() as ahead:
             worker_clock_off(ahead, dt.timedelta(hours=1))
-            assert await SuspendedSeats(database, runtime).release() == 0
-    finally:
-        await database.dispose()
+            assert await job.release() == 0
     assert (await view(client, bia, table["id"]))["status"] == "running"

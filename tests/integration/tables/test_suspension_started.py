@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.db import Database
-from app.rng_api import RngServices
-from app.tables.runtime import TableRuntime
 from app.tables.suspended import SuspendedSeats
 from tests.integration.tables.helpers import create_table, operator, player
-from tests.integration.tables.scenario import seat
+from tests.integration.tables.scenario import seat, suspended_seats_job
 from tests.integration.tables.test_suspension import _active_seats, _set_suspended, _wallet
 
 pytestmark = pytest.mark.asyncio
@@ -38,12 +35,7 @@ async def test_a_seat_whose_table_started_meanwhile_is_not_given_up_or_refunded(
         return await real_give_up(self, table_id, user_id)
 
     monkeypatch.setattr(SuspendedSeats, "_give_up", started_meanwhile)
-    assert settings.database_url is not None
-    database = Database.connect(settings.database_url, settings)
-    try:
-        runtime = TableRuntime(settings, RngServices.from_settings(settings), lambda _: None)
-        assert await SuspendedSeats(database, runtime).release(ana_id) == 0
-    finally:
-        await database.dispose()
+    async with suspended_seats_job(settings) as job:
+        assert await job.release(ana_id) == 0
     assert await _active_seats(settings, ana_id) == [(table["id"], "running")]
     assert await _wallet(settings, ana_id) == 500
