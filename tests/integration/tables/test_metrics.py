@@ -8,8 +8,10 @@ from prometheus_client import REGISTRY
 
 from tests.helpers import auth
 from tests.integration.tables.helpers import (
+    FAST_TIMERS,
     create_table,
     operator,
+    play_to_the_end,
     player,
     refuse_chance_records,
 )
@@ -22,17 +24,24 @@ COUNTERS = {
     "started": ("raiz_tables_started_total", {}),
     "ledger_entry": ("raiz_ledger_transferred_cents_total", {"kind": "entry_fee"}),
 }
+FINISH_COUNTERS = {
+    "finished": ("raiz_tables_finished_total", {}),
+    "payout": ("raiz_payout_cents_total", {}),
+    "fee": ("raiz_fee_cents_total", {}),
+}
 
 
-def _read() -> dict[str, float]:
+def _read(counters: dict[str, tuple[str, dict[str, str]]] = COUNTERS) -> dict[str, float]:
     return {
         name: REGISTRY.get_sample_value(metric, labels) or 0.0
-        for name, (metric, labels) in COUNTERS.items()
+        for name, (metric, labels) in counters.items()
     }
 
 
-def _delta(before: dict[str, float]) -> dict[str, float]:
-    return {name: value - before[name] for name, value in _read().items()}
+def _delta(
+    before: dict[str, float], counters: dict[str, tuple[str, dict[str, str]]] = COUNTERS
+) -> dict[str, float]:
+    return {name: value - before[name] for name, value in _read(counters).items()}
 
 
 async def test_a_seat_whose_transaction_rolls_back_counts_no_entry_and_no_start(
@@ -65,3 +74,19 @@ async def test_committed_entries_and_refunds_are_counted(client, settings):
         await client.post(f"/tables/{table['id']}/leave", headers=auth(token))
     ).status_code < 300
     assert _delta(before) == {"entry": 500, "refund": 500, "started": 0, "ledger_entry": 500}
+
+
+async def test_a_finished_match_counts_its_payout_and_its_fee_once(client, settings):
+    op = await operator(client, settings)
+    players = [await player(client, settings, f"player{i}", 1_000, op) for i in range(3)]
+    table = await create_table(
+        client, players[0][1], seat_count=3, options={"lives": 1, **FAST_TIMERS}
+    )
+    before = _read(FINISH_COUNTERS)
+    for _, token in players:
+        response = await client.post(f"/tables/{table['id']}/seat", headers=auth(token))
+        assert response.status_code == 201, response.text
+    final = await play_to_the_end(client, table["id"], [token for _, token in players])
+    # 3 entries of 500 make a pool of 1,500; the default fee of 10 % keeps 150
+    assert final["result"]["pool_cents"] == 1_500
+    assert _delta(before, FINISH_COUNTERS) == {"finished": 1, "payout": 1_350, "fee": 150}
