@@ -14,38 +14,13 @@ from app.db.base import database_now, utcnow
 from app.timers import Deadline, DeadlineRunner, schedule_deadline
 from app.timers.runner import MAX_ATTEMPTS, retry_delay_s
 from tests.helpers import worker_clock_off
+from tests.integration.timers.support import acts, add_deadlines, retry_now, statuses
 
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture
-async def database(settings):
-    db = Database.connect(settings.database_url, settings)
-    yield db
-    await db.dispose()
-
-
-async def _add(database, count, *, kind="test", due_in_s=-1.0, token="t"):
-    async with database.session() as session:
-        for _ in range(count):
-            schedule_deadline(
-                session,
-                uuid.uuid4(),
-                kind,
-                token,
-                utcnow() + dt.timedelta(seconds=due_in_s),
-            )
-        await session.commit()
-
-
-async def _statuses(database):
-    async with database.session() as session:
-        rows = await session.execute(select(Deadline.status, Deadline.attempts))
-        return sorted(tuple(row) for row in rows)
-
-
 async def test_each_due_deadline_fires_exactly_once_across_concurrent_workers(database, settings):
-    await _add(database, 60)
+    await add_deadlines(database, 60)
     fired: list[int] = []
 
     async def handler(session, deadline):
@@ -62,43 +37,30 @@ async def test_each_due_deadline_fires_exactly_once_across_concurrent_workers(da
             await worker.dispose()
     assert sum(counts) == 60
     assert len(fired) == len(set(fired)) == 60
-    assert await _statuses(database) == [("fired", 0)] * 60
+    assert await statuses(database) == [("fired", 0)] * 60
 
 
 async def test_future_deadlines_wait_and_late_ones_fire_at_the_first_sweep(database):
-    await _add(database, 1, due_in_s=3600)
-    await _add(database, 2, due_in_s=-600)  # due while "the service was down"
-    runner = DeadlineRunner(database, {"test": lambda session, deadline: _true()})
+    await add_deadlines(database, 1, due_in_s=3600)
+    await add_deadlines(database, 2, due_in_s=-600)  # due while "the service was down"
+    runner = DeadlineRunner(database, {"test": acts})
     assert await runner.run_due() == 2
     assert await runner.run_due() == 0
-    assert await _statuses(database) == [("fired", 0), ("fired", 0), ("pending", 0)]
-
-
-async def _true():
-    return True
+    assert await statuses(database) == [("fired", 0), ("fired", 0), ("pending", 0)]
 
 
 async def test_a_stale_deadline_is_marked_and_does_nothing(database):
-    await _add(database, 1, token="old-step")
+    await add_deadlines(database, 1, token="old-step")
 
     async def handler(session, deadline):
         return deadline.token == "current-step"
 
     assert await DeadlineRunner(database, {"test": handler}).run_due() == 1
-    assert await _statuses(database) == [("stale", 0)]
-
-
-async def _retry_now(database):
-    """Skip the back-off: every waiting retry becomes due."""
-    async with database.session() as session:
-        await session.execute(
-            update(Deadline).where(Deadline.retry_at.is_not(None)).values(retry_at=utcnow())
-        )
-        await session.commit()
+    assert await statuses(database) == [("stale", 0)]
 
 
 async def test_a_failing_handler_rolls_back_its_effect_and_is_parked_after_retries(database):
-    await _add(database, 1)
+    await add_deadlines(database, 1)
     effects = []
 
     async def handler(session, deadline):
@@ -108,17 +70,17 @@ async def test_a_failing_handler_rolls_back_its_effect_and_is_parked_after_retri
 
     runner = DeadlineRunner(database, {"test": handler})
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        await _retry_now(database)
+        await retry_now(database)
         assert await runner.run_due(limit=1) == 1
         expected = "failed" if attempt == MAX_ATTEMPTS else "pending"
-        assert await _statuses(database) == [(expected, attempt)]
+        assert await statuses(database) == [(expected, attempt)]
     assert len(effects) == MAX_ATTEMPTS
-    await _retry_now(database)
+    await retry_now(database)
     assert await runner.run_due() == 0
 
 
 async def test_a_failed_attempt_waits_its_back_off_before_the_next(database):
-    await _add(database, 1)
+    await add_deadlines(database, 1)
     calls = []
 
     async def handler(session, deadline):
@@ -137,10 +99,10 @@ async def test_a_failed_attempt_waits_its_back_off_before_the_next(database):
         assert deadline.status == "pending" and deadline.attempts == attempts
         wait = (deadline.retry_at - started).total_seconds()
         assert retry_delay_s(attempts) <= wait < retry_delay_s(attempts) + 5
-        await _retry_now(database)
+        await retry_now(database)
     assert await runner.run_due() == 1
     assert calls == [0, 1, 2]
-    assert await _statuses(database) == [("fired", 2)]
+    assert await statuses(database) == [("fired", 2)]
     assert [retry_delay_s(n) for n in range(1, MAX_ATTEMPTS)] == [1, 2, 4, 8, 16, 32, 60]
 
 
@@ -153,7 +115,7 @@ async def test_failed_deadlines_are_counted_and_an_operator_puts_them_back(datab
         retry_failed_deadlines,
     )
 
-    await _add(database, 3)
+    await add_deadlines(database, 3)
     broken = True
 
     async def handler(session, deadline):
@@ -163,7 +125,7 @@ async def test_failed_deadlines_are_counted_and_an_operator_puts_them_back(datab
 
     runner = DeadlineRunner(database, {"test": handler})
     for _ in range(MAX_ATTEMPTS):
-        await _retry_now(database)
+        await retry_now(database)
         assert await runner.run_due() == 3
     assert await count_failed_deadlines(database) == 3
     assert REGISTRY.get_sample_value("raiz_deadlines_failed") == 3
@@ -180,7 +142,7 @@ async def test_failed_deadlines_are_counted_and_an_operator_puts_them_back(datab
     assert await runner.run_due() == 2
     assert await count_failed_deadlines(database) == 0
     assert REGISTRY.get_sample_value("raiz_deadlines_failed") == 0
-    assert await _statuses(database) == [("fired", 0)] * 3
+    assert await statuses(database) == [("fired", 0)] * 3
 
 
 async def test_the_app_scheduler_fires_deadlines_in_the_background(settings, database):
@@ -199,7 +161,7 @@ async def test_the_app_scheduler_fires_deadlines_in_the_background(settings, dat
     app.state.deadline_runner.register("test", handler)
     async with AsyncTestClient(app=app):
         # written through this test's own pool: the app's pool belongs to the app's loop
-        await _add(database, 1, due_in_s=0.2)
+        await add_deadlines(database, 1, due_in_s=0.2)
         await asyncio.wait_for(fired.wait(), timeout=5)
 
 
@@ -208,19 +170,15 @@ async def test_overdue_gauge_counts_pending_deadlines_late_beyond_the_margin(dat
 
     from app.timers.runner import OVERDUE_AFTER_S, count_overdue_deadlines
 
-    await _add(database, 3, due_in_s=-(OVERDUE_AFTER_S + 30))  # stuck
-    await _add(database, 2, due_in_s=-0.5)  # due, within the margin
-    await _add(database, 4, due_in_s=60)  # not due yet
+    await add_deadlines(database, 3, due_in_s=-(OVERDUE_AFTER_S + 30))  # stuck
+    await add_deadlines(database, 2, due_in_s=-0.5)  # due, within the margin
+    await add_deadlines(database, 4, due_in_s=60)  # not due yet
     assert await count_overdue_deadlines(database) == 3
     assert REGISTRY.get_sample_value("raiz_deadlines_overdue") == 3
-    runner = DeadlineRunner(database, {"test": lambda session, deadline: _true()})
+    runner = DeadlineRunner(database, {"test": acts})
     await runner.run_due()
     assert await count_overdue_deadlines(database) == 0
     assert REGISTRY.get_sample_value("raiz_deadlines_overdue") == 0
-
-
-async def _true() -> bool:
-    return True
 
 
 # --- one clock, the database's -------------------------------------------------------------------
@@ -258,7 +216,7 @@ async def test_a_worker_whose_clock_runs_ahead_fires_nothing_early_nor_counts_it
         assert await runner.run_due() == 0
         assert await count_overdue_deadlines(database) == 0
     assert fired == []
-    assert await _statuses(database) == [("pending", 0)]
+    assert await statuses(database) == [("pending", 0)]
 
 
 async def test_a_worker_whose_clock_is_behind_fires_a_due_deadline_and_dates_it_rightly(
@@ -277,7 +235,7 @@ async def test_a_worker_whose_clock_is_behind_fires_a_due_deadline_and_dates_it_
         worker_clock_off(behind, -HOUR)
         # (the overdue gauge of a worker an hour behind still sees the stuck deadline)
         assert await count_overdue_deadlines(database) == 1
-        runner = DeadlineRunner(database, {"clock": lambda session, deadline: _true()})
+        runner = DeadlineRunner(database, {"clock": acts})
         assert await runner.run_due() == 2  # ("stuck" has no handler: stale)
     after = await _database_now(database)
     async with database.session() as session:
@@ -309,7 +267,7 @@ async def test_a_skewed_worker_backs_off_and_parks_a_failing_deadline_by_the_dat
         assert await runner.run_due() == 0  # nor does the back-off end an hour early
     async with database.session() as session:
         wait = await session.scalar(select(Deadline.retry_at - func.now()))
-    assert await _statuses(database) == [("pending", 1)]
+    assert await statuses(database) == [("pending", 1)]
     assert wait is not None
     assert dt.timedelta(0) < wait <= dt.timedelta(seconds=retry_delay_s(1))
     # the last attempt fails on a worker an hour ahead: parked at the database's time
