@@ -5,6 +5,8 @@ checkpoint the root of a prefix of it."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import uuid
 
 import asyncpg
 import pytest
@@ -12,7 +14,8 @@ import pytest
 from app.compliance.audit import verify_all
 from app.compliance.checkpoints import CheckpointJob, make_checkpoint
 from app.db import Database
-from tests.integration.compliance.helpers import play_match
+from tests.helpers import auth
+from tests.integration.compliance.helpers import play_match, raw, staff
 
 pytestmark = pytest.mark.asyncio
 
@@ -58,3 +61,92 @@ async def test_concurrent_checkpoints_make_one_consistent_tree(client, settings)
     assert [row["origin"] for row in checkpoints].count("api") == 2
     assert {row["tree_size"] for row in checkpoints} == {signed}
     assert audit.checkpoints == len(checkpoints) == 3
+
+
+async def _checkpoint_count(url: str) -> int:
+    connection = await asyncpg.connect(url)
+    try:
+        return int(await connection.fetchval("SELECT count(*) FROM game.checkpoints"))
+    finally:
+        await connection.close()
+
+
+async def _age_latest_checkpoint(url: str, by: dt.timedelta) -> None:
+    async with raw(url) as connection:
+        await connection.execute(
+            "UPDATE game.checkpoints SET created_at = created_at - $1::interval "
+            "WHERE id = (SELECT max(id) FROM game.checkpoints)",
+            by,
+        )
+
+
+async def test_the_periodic_job_signs_again_once_nine_tenths_of_its_interval_have_passed(
+    settings,
+):
+    # (90 %, so a job that runs a little early on the day after still signs that day's)
+    interval = dt.timedelta(seconds=settings.checkpoint_interval_s)
+    database = Database.connect(settings.database_url, settings)
+    try:
+        job = CheckpointJob(database, settings)
+        await job.run()
+        assert await _checkpoint_count(settings.database_url) == 1
+        await _age_latest_checkpoint(settings.database_url, interval * 0.85)
+        await job.run()
+        assert await _checkpoint_count(settings.database_url) == 1
+        await _age_latest_checkpoint(settings.database_url, interval * 0.1)  # 95 % old
+        await job.run()
+        assert await _checkpoint_count(settings.database_url) == 2
+    finally:
+        await database.dispose()
+
+
+async def test_a_leaf_appended_after_the_latest_checkpoint_gets_no_proof_from_it(client, settings):
+    # A checkpoint committing between the read of the latest checkpoint and the read of the
+    # leaves: the new leaf lies beyond the tree that checkpoint signed, so it has no audit
+    # path in it (and must not be given one).
+    first = await play_match(client, settings, players=2, lives=1)
+    database = Database.connect(settings.database_url, settings)
+    try:
+        async with database.session() as session:
+            checkpoint, _ = await make_checkpoint(session, settings, origin="cli")
+            await session.commit()
+    finally:
+        await database.dispose()
+    second = await play_match(
+        client, settings, players=2, lives=1, names="other", operator_token=first["operator"]
+    )
+    async with raw(settings.database_url) as connection:
+        round_id = await connection.fetchval(
+            "SELECT r.id FROM game.rounds r WHERE r.table_id = $1 ORDER BY r.number LIMIT 1",
+            uuid.UUID(second["table_id"]),
+        )
+        await connection.execute(
+            "INSERT INTO game.merkle_leaves (leaf_index, round_id, record_hash, added_at) "
+            "SELECT $1, round_id, record_hash, now() FROM game.round_signatures "
+            "WHERE round_id = $2",
+            checkpoint.tree_size,
+            round_id,
+        )
+    token = await staff(client, settings)
+    late = await client.get(f"/compliance/rounds/{round_id}/bundle", headers=auth(token))
+    assert late.status_code == 200, late.text
+    assert [item["inclusion"] for item in late.json()["rounds"]] == [None] * len(
+        late.json()["rounds"]
+    )
+    covered = await client.get(
+        f"/compliance/rounds/{await _first_round(settings.database_url, first['table_id'])}/bundle",
+        headers=auth(token),
+    )
+    assert covered.status_code == 200, covered.text
+    assert all(item["inclusion"] is not None for item in covered.json()["rounds"])
+
+
+async def _first_round(url: str, table_id: str) -> uuid.UUID:
+    connection = await asyncpg.connect(url)
+    try:
+        return await connection.fetchval(
+            "SELECT id FROM game.rounds WHERE table_id = $1 ORDER BY number LIMIT 1",
+            uuid.UUID(table_id),
+        )
+    finally:
+        await connection.close()
