@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import time
 import uuid
 
@@ -64,8 +65,14 @@ async def test_a_malformed_message_is_ignored_like_any_message_that_is_not_a_pin
         for message in ("not json", "[" * 100_000 + "]" * 100_000, '{"type": "ping"'):
             socket.send_text(message)
         socket.send_bytes(b"\x00\x01")
+        # JSON that is not a ping is not answered either
+        for other in ({"type": "pong"}, {"kind": "ping"}, "ping", ["ping"]):
+            socket.send_json(other)
         socket.send_json({"type": "ping"})
         assert socket.receive_json(timeout=10) == {"type": "pong"}
+        with pytest.raises(queue.Empty):
+            message = socket.receive_json(timeout=1)
+            pytest.fail(f"a message that is not a ping was answered: {message}")
 
 
 async def closing_code(client, path: str) -> int:
