@@ -80,3 +80,16 @@ async def test_a_closed_socket_no_longer_keeps_its_player_present(client, settin
         t=table_id,
     )
     assert rows[0][0] == 0
+
+
+async def test_a_spectator_socket_and_its_pings_record_no_presence(client, settings):
+    game = await start_game(client, settings, players=2)
+    session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.spectator}")
+    with session as socket:
+        assert socket.receive_json(timeout=10)["view"]["you"]["spectator"] is True
+        socket.send_json({"type": "ping"})
+        assert socket.receive_json(timeout=10) == {"type": "pong"}
+    rows = await sql(
+        settings, "SELECT count(*) FROM game.presence WHERE table_id = :t", t=uuid.UUID(game.id)
+    )
+    assert rows[0][0] == 2  # the two players' (from their seats), nobody else's
