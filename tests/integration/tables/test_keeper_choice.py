@@ -18,14 +18,14 @@ def settings(database_url):
     return self_driven(database_url, 60)
 
 
-async def last_seen(game: Game, seat: int, hours_ago: int) -> None:
+async def last_seen(game: Game, seat: int, hours_ago: float) -> None:
     await sql(
         game.settings,
-        "UPDATE game.presence SET last_seen_at = now() - make_interval(hours => :hours)"
+        "UPDATE game.presence SET last_seen_at = now() - make_interval(secs => :seconds)"
         " WHERE table_id = :table AND user_id = :user",
         table=uuid.UUID(game.id),
         user=uuid.UUID(game.user(seat)),
-        hours=hours_ago,
+        seconds=hours_ago * 3600,
     )
 
 
@@ -66,3 +66,15 @@ async def test_players_away_exactly_at_the_limit_play_no_more(client, settings):
         assert (await game.view(None))["frozen"] is frozen, timeouts
     note = await frozen_note(game)
     assert note["online"] == [0, 1, 2] and note["away"] == [0, 1, 2]
+
+
+async def test_players_seen_just_past_the_grace_are_gone(client, settings):
+    """Seen a minute and a half ago, past the minute's grace: gone, and the one player
+    still connected keeps the table."""
+    game = await three_players(client, settings)
+    for seat in (1, 2):
+        await last_seen(game, seat, 90 / 3600)
+    async with clock(settings) as timers:
+        assert await timers.sweeper.sweep() == 1
+    note = await frozen_note(game)
+    assert note["online"] == [0] and note["keeper"] == 0
