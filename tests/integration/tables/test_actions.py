@@ -256,9 +256,10 @@ async def test_only_seated_players_send_heartbeats(client, settings):
     )
 
 
-async def test_no_heartbeat_once_the_match_is_over(client, settings):
-    """A finished table keeps its seats, but nobody is waited for any more: 409 table_closed
-    (the match's end is written straight into the table: playing one out takes rounds)."""
+async def test_no_heartbeat_or_seat_once_the_match_is_over(client, settings):
+    """A finished table keeps its seats, but nobody is waited for any more, and nobody sits:
+    409 table_closed, not table_full (the match's end is written straight into the table:
+    playing one out takes rounds)."""
     game = await start_game(client, settings, players=2, options={"lives": 3, **SLOW_TIMERS})
     await sql(
         settings,
@@ -268,3 +269,5 @@ async def test_no_heartbeat_once_the_match_is_over(client, settings):
     for seat in range(2):
         beat = await client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
         assert_error(beat, 409, "table_closed")
+    sit = await client.post(f"/tables/{game.id}/seat", headers=auth(game.spectator))
+    assert_error(sit, 409, "table_closed")
