@@ -4,13 +4,21 @@ requests on one table are serialized (exactly one of conflicting actions applies
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from tests.helpers import assert_error, auth
 from tests.integration.tables.helpers import FAST_TIMERS, create_table, operator, player
-from tests.integration.tables.scenario import SLOW_TIMERS, Game, cards, concurrently, start_game
+from tests.integration.tables.scenario import (
+    SLOW_TIMERS,
+    Game,
+    cards,
+    concurrently,
+    sql,
+    start_game,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -246,3 +254,20 @@ async def test_only_seated_players_send_heartbeats(client, settings):
         403,
         "not_seated",
     )
+
+
+async def test_no_heartbeat_or_seat_once_the_match_is_over(client, settings):
+    """A finished table keeps its seats, but nobody is waited for any more, and nobody sits:
+    409 table_closed, not table_full (the match's end is written straight into the table:
+    playing one out takes rounds)."""
+    game = await start_game(client, settings, players=2, options={"lives": 3, **SLOW_TIMERS})
+    await sql(
+        settings,
+        "UPDATE game.tables SET status = 'finished' WHERE id = :table",
+        table=uuid.UUID(game.id),
+    )
+    for seat in range(2):
+        beat = await client.post(f"/tables/{game.id}/heartbeat", headers=auth(game.token(seat)))
+        assert_error(beat, 409, "table_closed")
+    sit = await client.post(f"/tables/{game.id}/seat", headers=auth(game.spectator))
+    assert_error(sit, 409, "table_closed")

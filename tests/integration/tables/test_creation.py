@@ -31,6 +31,7 @@ async def post_table(client: Any, token: str, **body: Any) -> Any:
     [
         ({"preset": "truco-raiz"}, "unknown_preset"),
         ({"preset": "pife-classic"}, "unknown_preset"),  # named, not playable yet
+        ({"preset": "cacheta-classic"}, "unknown_preset"),  # a cacheta preset, not playable
         ({"preset": "no-such-game"}, "unknown_preset"),
         ({"seat_count": 1}, "validation_error"),
         ({"seat_count": 11}, "validation_error"),

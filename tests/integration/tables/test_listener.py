@@ -107,3 +107,21 @@ async def test_the_listener_comes_back_when_the_cut_comes_before_its_listen(
         await terminate(dsn, backend._connection.get_server_pid())
         await heard(received, dsn, "2")
         assert cuts and backend.connected
+
+
+async def test_a_reconnection_wakes_every_watched_channel(database_url):
+    """Notifications sent while the connection was down are lost: once back, the listener
+    wakes every wanted channel once (``reconnected``), so each socket re-reads its table."""
+    dsn = sync_url(database_url)
+    async with running(dsn) as (backend, received):
+        await backend.subscribe([CHANNEL, f"{CHANNEL}_2"])
+        await heard(received, dsn, "1")
+        assert backend._connection is not None
+        await terminate(dsn, backend._connection.get_server_pid())
+        woken = set()
+        async with asyncio.timeout(15):
+            while len(woken) < 2:
+                channel, payload = await received.get()
+                if payload == b"reconnected":
+                    woken.add(channel)
+        assert woken == {CHANNEL, f"{CHANNEL}_2"}

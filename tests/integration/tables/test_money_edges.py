@@ -37,6 +37,9 @@ async def test_a_one_centavo_entry_is_paid_and_refunded_to_the_centavo(client, s
     assert (await leave(client, b, table["id"])).status_code == 200
     assert await balance(client, b) == 1
     assert (await account(client, op, "table_escrow", table["id"]))["balance_cents"] == 1
+    # the listing counts the seats still taken: the one left is no longer in the pool
+    shown = await listed(client, a, table["id"])
+    assert (shown["seated"], shown["pool_cents"], shown["net_prize_cents"]) == (1, 1, 1)
 
 
 async def test_the_listed_prize_rounds_the_fee_down_like_the_settlement(client, settings):

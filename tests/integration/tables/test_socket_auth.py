@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import time
 import uuid
 
@@ -64,8 +65,14 @@ async def test_a_malformed_message_is_ignored_like_any_message_that_is_not_a_pin
         for message in ("not json", "[" * 100_000 + "]" * 100_000, '{"type": "ping"'):
             socket.send_text(message)
         socket.send_bytes(b"\x00\x01")
+        # JSON that is not a ping is not answered either
+        for other in ({"type": "pong"}, {"kind": "ping"}, "ping", ["ping"]):
+            socket.send_json(other)
         socket.send_json({"type": "ping"})
         assert socket.receive_json(timeout=10) == {"type": "pong"}
+        with pytest.raises(queue.Empty):
+            message = socket.receive_json(timeout=1)
+            pytest.fail(f"a message that is not a ping was answered: {message}")
 
 
 async def closing_code(client, path: str) -> int:
@@ -185,7 +192,8 @@ async def test_a_socket_whose_token_the_shared_read_did_not_check_checks_its_own
     client, settings, monkeypatch
 ):
     """A socket that started watching after the read began (its token is not among the
-    read's) checks its token itself before the view: revoked, it is closed all the same."""
+    read's) checks its token itself before the view: revoked, it is closed all the same;
+    live, it is sent the view."""
     from app.tables.realtime import SharedTableReads
 
     @contextlib.contextmanager
@@ -197,10 +205,14 @@ async def test_a_socket_whose_token_the_shared_read_did_not_check_checks_its_own
         client, settings, players=3, dealer=0, options={"lives": 3, **SLOW_TIMERS}
     )
     socket_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(0)}")
-    with socket_session as socket:
+    live_session = await client.websocket_connect(f"/tables/{game.id}/ws?token={game.token(1)}")
+    with socket_session as socket, live_session as live:
         assert socket.receive_json(timeout=10)["type"] == "view"
+        step = live.receive_json(timeout=10)["view"]["step"]
         await _revoke(client, game)
         await _closed_at_the_next_change(game, socket)
+        view = live.receive_json(timeout=10)["view"]
+        assert view["step"] > step and view["you"]["match_seat"] == 1
 
 
 async def test_a_shared_read_checks_the_tokens_watching_when_it_starts(client, settings):
