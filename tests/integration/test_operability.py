@@ -18,15 +18,24 @@ async def test_health_probes(client):
 
 async def test_ready_reports_503_when_the_database_is_gone(pg_server_url, capfd):
     from litestar.testing import AsyncTestClient
+    from prometheus_client import REGISTRY
     from sqlalchemy.engine import make_url
 
     from app.main import create_app
     from tests.conftest import make_settings
 
+    def errors() -> float:
+        labels = {"app_name": "raiz", "method": "GET", "path": "/health/ready"}
+        labels["status_code"] = "503"
+        return REGISTRY.get_sample_value("raiz_http_requests_error_total", labels) or 0.0
+
     missing = make_url(pg_server_url).set(database="raiz_does_not_exist").render_as_string(False)
+    before = errors()
     async with AsyncTestClient(app=create_app(make_settings(missing))) as client:
         response = await client.get("/health/ready")
     assert response.status_code == 503
+    # "not ready" is the probe working, not a server error (the 5xx alerts count those)
+    assert errors() == before
     # the public probe says what, not why: the driver's error goes to the operator's log
     assert response.json() == {"status": "unavailable", "database": "unavailable"}
     logged = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line[:1] == "{"]

@@ -8,7 +8,10 @@ import dataclasses
 import pytest
 
 from rng.sealing import (
+    MAX_ASSOCIATED_DATA_LENGTH_BYTES,
     MAX_KEYS,
+    MAX_SEED_LENGTH_BYTES,
+    MIN_SEED_LENGTH_BYTES,
     NONCE_LENGTH_BYTES,
     TAG_LENGTH_BYTES,
     SealedSeed,
@@ -137,6 +140,8 @@ def test_bad_seal_and_open_arguments() -> None:
         ({"key_id": ""}, "key id must be"),
         ({"nonce": bytes(11)}, "nonce must be 12..12 bytes"),
         ({"ciphertext": bytes(31)}, "ciphertext must be 32..80 bytes"),
+        ({"ciphertext": bytes(81)}, "ciphertext must be 32..80 bytes"),
+        ({"nonce": bytes(13)}, "nonce must be 12..12 bytes"),
         ({"ciphertext": bytearray(48)}, "ciphertext must be bytes"),
     ],
 )
@@ -164,6 +169,8 @@ def test_parse_keyring() -> None:
         (f"k1:{b64(OLD_KEY)},k1:{b64(NEW_KEY)}", "entry 2 repeats key id 'k1'"),
         (f"k1:{b64(OLD_KEY)[:-2]}", r"entry 1 \('k1'\) is not valid base64"),
         ("k1:not*base64", r"entry 1 \('k1'\) is not valid base64"),
+        # a stray character is not skipped: the key would still decode to 32 bytes
+        (f"k1:{b64(OLD_KEY)[:4]}*{b64(OLD_KEY)[4:]}", r"entry 1 \('k1'\) is not valid base64"),
         (f"k1:{b64(OLD_KEY[:16])}", "decodes to 16 bytes, expected 32"),
         (f"bad id:{b64(OLD_KEY)}", "key id must be"),
         (f":{b64(OLD_KEY)}", "key id must be"),
@@ -174,3 +181,17 @@ def test_parse_keyring_errors_never_show_keys(text: str, message: str) -> None:
         parse_keyring(text)
     assert b64(OLD_KEY)[:8] not in str(caught.value)
     assert b64(NEW_KEY)[:8] not in str(caught.value)
+
+
+def test_seeds_and_associated_data_at_their_length_limits() -> None:
+    sealer = SeedSealer({"k1": OLD_KEY}, "k1")
+    for seed in (bytes(MIN_SEED_LENGTH_BYTES), bytes(range(MAX_SEED_LENGTH_BYTES))):
+        associated_data = b"r" * MAX_ASSOCIATED_DATA_LENGTH_BYTES
+        assert sealer.open(sealer.seal(seed, associated_data), associated_data) == seed
+    with pytest.raises(SealingError, match=r"seed must be 16\.\.64 bytes, got 65"):
+        sealer.seal(bytes(MAX_SEED_LENGTH_BYTES + 1), ROUND_7)
+    with pytest.raises(SealingError, match=r"associated_data must be 1\.\.1024 bytes, got 1025"):
+        sealer.seal(new_round_seed(), b"r" * (MAX_ASSOCIATED_DATA_LENGTH_BYTES + 1))
+    sealed = sealer.seal(new_round_seed(), ROUND_7)
+    with pytest.raises(SealingError, match=r"associated_data must be 1\.\.1024 bytes"):
+        sealer.open(sealed, b"r" * (MAX_ASSOCIATED_DATA_LENGTH_BYTES + 1))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from rng import version_1
 from rng.algorithms import ALGORITHMS, UnknownVersionError, get_algorithm
 from rng.drbg import HmacDrbg
 from rng.errors import RngError
@@ -231,6 +232,7 @@ def test_unknown_version_is_refused_everywhere() -> None:
         lambda: derive_stream(SEED, "deal", (), "raiz-rng/0"),
         lambda: new_round_seed("raiz-rng/0"),
         lambda: commitment(SEED, None),  # type: ignore[arg-type]
+        lambda: get_algorithm(["raiz-rng/1"]),  # type: ignore[arg-type]  # unhashable
     ):
         with pytest.raises(UnknownVersionError, match="unknown RNG algorithm version"):
             call()
@@ -250,6 +252,13 @@ def test_random_bytes_respects_the_read_limit() -> None:
         stream.random_bytes(65537)
 
 
+@pytest.mark.parametrize("length", [31, 33, 64])
+def test_a_stream_derives_from_a_32_byte_mixed_seed_only(length: int) -> None:
+    # The DRBG alone would take any entropy of 32 bytes or more.
+    with pytest.raises(RngError, match="exactly 32 bytes"):
+        version_1.stream_bytes(bytes(length), "deal")
+
+
 # --- FixedChance --------------------------------------------------------------------------
 
 
@@ -263,6 +272,7 @@ def test_fixed_chance_replays_its_script() -> None:
     assert deal_with(chance, 3) == [2, 0, 1]
     assert chance.randbelow(4) == 3
     assert chance.randbelow(1) == 0
+    assert not chance.is_exhausted  # the byte string is left
     assert chance.random_bytes(2) == b"\x01\x02"
     assert chance.is_exhausted
     assert repr(chance) == "FixedChance(permutations_left=0, draws_left=0, byte_strings_left=0)"
