@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from app.tables.creation import MAX_ENTRY_CENTS
+
 __all__ = ("ActionRequest", "CancelRequest", "ClientSeedRequest", "FeeRateChange", "TableCreate")
 
 FreeText = Annotated[
@@ -31,7 +33,7 @@ class TableCreate(msgspec.Struct, forbid_unknown_fields=True):
     """A new entry table."""
 
     seat_count: Annotated[int, msgspec.Meta(ge=2, le=10)]
-    entry_cents: Annotated[int, msgspec.Meta(ge=0, le=100_000_000)]
+    entry_cents: Annotated[int, msgspec.Meta(ge=0, le=MAX_ENTRY_CENTS)]
     """Entry fee in centavos (0 for a free table)."""
     preset: str = "cacheta-raiz"
     fill_deadline_s: Annotated[int, msgspec.Meta(ge=10, le=7 * 24 * 3600)] = 600

@@ -37,6 +37,7 @@ from app.tables.errors import from_game_error
 from app.tables.hosting import GameSpec, game_for_preset
 from app.tables.models import Presence, Seat, Table, TableAction
 from app.tables.roundlog import canonical_json
+from ledger.settlement import split_settlement
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -114,8 +115,9 @@ async def lock_table(
 
 
 def net_prize_cents(pool_cents: int, fee_bps: int) -> int:
-    """What the winner receives from ``pool_cents`` at ``fee_bps`` (fee rounded down)."""
-    return pool_cents - pool_cents * fee_bps // 10_000
+    """What the winner receives from ``pool_cents`` at ``fee_bps``: the settlement's own
+    arithmetic (:func:`ledger.settlement.split_settlement`, fee rounded down), one winner."""
+    return split_settlement(pool_cents, fee_bps, 1)[1][0]
 
 
 class TableService:
